@@ -1,0 +1,7 @@
+module github.com/circulation-go/circulation
+
+go 1.25
+
+require go.uber.org/goleak v1.3.0
+
+require github.com/stretchr/testify v1.12.1 // indirect

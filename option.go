@@ -1,0 +1,27 @@
+package circulation
+
+// An Option configures a Trigger in Bind.
+type Option interface {
+	apply(*options)
+}
+
+type options struct {
+	onPanic func(recovered any)
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithPanicHandler makes the Trigger recover a panic in its Func and pass the
+// recovered value to h. The iteration then counts as having returned
+// (0, false): the Trigger stops circulating, except that a fire made during
+// the failed run still runs. h runs on the Func's goroutine, before the next
+// run can start; a panic in h propagates.
+//
+// Without this option a panic in the Func crashes the program, as a panic in
+// a time.AfterFunc callback does; the Trigger's state is restored first, so a
+// Scheduler that recovers panics leaves the Trigger usable.
+func WithPanicHandler(h func(recovered any)) Option {
+	return optionFunc(func(o *options) { o.onPanic = h })
+}

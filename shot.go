@@ -1,0 +1,102 @@
+package circulation
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// A shot is one arming of a Trigger: a timer that, when it fires, starts the
+// Func for the version the shot was armed with.
+//
+// Two parties hold a shot: its owner (the goroutine that armed it, then the
+// Trigger's pending slot, then the goroutine that takes it out of the slot to
+// kill it) and its timer (the callback, from the moment it is armed until it
+// returns or the timer is stopped). refs counts them; the last to let go
+// recycles the shot when the Trigger uses RuntimeScheduler.
+type shot struct {
+	t       *Trigger // written by newShot, read by the callback
+	version uint32   // written by newShot, read by the callback and by settle
+	flags   atomic.Uint32
+	refs    atomic.Int32
+	timer   Timer  // written by arm before the shot reaches the slot; read by its owner
+	fire    func() // the callback, sh.run bound once so recycled shots need no new closure
+}
+
+const (
+	shotClaimed uint32 = 1 << iota // the callback has started, or the timer was stopped: whoever set it accounts for live
+	shotDead                       // superseded: a late callback must not start the Func even if the version matches again after wrapping
+)
+
+// shotPool holds shots whose *time.Timer has stopped or fired and whose
+// callback has returned, ready to be armed again with Reset. Only Triggers on
+// RuntimeScheduler use it: time.Timer.Stop reporting true guarantees that the
+// callback never runs, which makes recycling safe. An arbitrary Scheduler
+// might still run a callback it said it had stopped.
+var shotPool sync.Pool
+
+// newShot returns a shot for version v holding both references.
+func (t *Trigger) newShot(v uint32) *shot {
+	var sh *shot
+	if t.recycle {
+		sh, _ = shotPool.Get().(*shot)
+	}
+	if sh == nil {
+		sh = new(shot)
+		sh.fire = sh.run
+	}
+	sh.t, sh.version = t, v
+	sh.refs.Store(2)
+	return sh
+}
+
+// claim reports whether the caller is the first to account for the shot's
+// timer: the callback on its first call, or the owner after a successful
+// Stop. A duplicated or stopped-but-delivered callback claims nothing.
+func (sh *shot) claim() bool {
+	return sh.flags.Or(shotClaimed)&shotClaimed == 0
+}
+
+// run is the shot's timer callback.
+func (sh *shot) run() {
+	if !sh.claim() {
+		return
+	}
+	t := sh.t
+	defer t.retire(sh, 1)
+	if sh.flags.Load()&shotDead != 0 {
+		return
+	}
+	t.start(sh.version)
+}
+
+// kill cancels a superseded shot. The caller owns it.
+func (t *Trigger) kill(sh *shot) {
+	sh.flags.Or(shotDead)
+	if sh.timer.Stop() && sh.claim() {
+		t.retire(sh, 2) // the callback will never run: drop its reference too
+		return
+	}
+	t.release(sh, 1)
+}
+
+// retire accounts for a shot whose timer is done, then drops n references.
+func (t *Trigger) retire(sh *shot, n int32) {
+	if t.live.Add(-1) == 0 && t.waiters.Load() != 0 {
+		t.idleMu.Lock()
+		if t.idle != nil {
+			close(t.idle)
+			t.idle = nil
+		}
+		t.idleMu.Unlock()
+	}
+	t.release(sh, n)
+}
+
+// release drops n references to sh and recycles it when none is left.
+func (t *Trigger) release(sh *shot, n int32) {
+	if sh.refs.Add(-n) == 0 && t.recycle {
+		sh.t = nil
+		sh.flags.Store(0)
+		shotPool.Put(sh)
+	}
+}
