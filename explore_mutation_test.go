@@ -1,0 +1,138 @@
+package circulation
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// exMutants are plausible mistakes in state.go. Each must make the explorer
+// fail, with the violation named in want: this tests the explorer itself.
+var exMutants = []struct {
+	name string
+	want string // in the violation
+	t    transitions
+}{
+	{
+		name: "advance keeps the reservation",
+		want: "ran twice",
+		t: with(func(t *transitions) {
+			t.advance = func(s uint32) uint32 { return s&(runningBit|reservedBit) | (s+1)&versionMask }
+		}),
+	},
+	{
+		name: "advance does not wrap the version",
+		want: "no actor is inside f",
+		t: with(func(t *transitions) {
+			t.advance = func(s uint32) uint32 { return s&runningBit | (s&versionMask + 1) }
+		}),
+	},
+	{
+		name: "reserve does not advance the version",
+		want: "ran twice",
+		t: with(func(t *transitions) {
+			t.reserve = func(s uint32) uint32 { return s | reservedBit }
+		}),
+	},
+	{
+		name: "enter defers without reserving",
+		want: "lost fire",
+		t: with(func(t *transitions) {
+			t.enter = func(s, v uint32) (uint32, entry) {
+				if version(s) == v && running(s) {
+					return s, entryDeferred
+				}
+				return enter(s, v)
+			}
+		}),
+	},
+	{
+		name: "enter ignores the version",
+		want: "f starts for",
+		t: with(func(t *transitions) {
+			t.enter = func(s, _ uint32) (uint32, entry) { return enter(s, version(s)) }
+		}),
+	},
+	{
+		name: "finish clears the running bit before checking the reservation",
+		want: "the running bit is clear",
+		t: with(func(t *transitions) {
+			t.finish = func(s, v uint32, ok bool) (uint32, exit) { return finish(s&^runningBit, v, ok) }
+		}),
+	},
+	{
+		name: "finish drops the reservation",
+		want: "lost fire",
+		t: with(func(t *transitions) {
+			t.finish = func(s, v uint32, ok bool) (uint32, exit) { return finish(s&^reservedBit, v, ok) }
+		}),
+	},
+	{
+		name: "finish ignores the version",
+		want: "superseded",
+		t: with(func(t *transitions) {
+			t.finish = func(s, _ uint32, ok bool) (uint32, exit) { return finish(s, version(s), ok) }
+		}),
+	},
+	{
+		name: "finish arms under the old version",
+		want: "ran twice",
+		t: with(func(t *transitions) {
+			t.finish = func(s, v uint32, ok bool) (uint32, exit) {
+				n, e := finish(s, v, ok)
+				if e == exitArm {
+					n = s &^ runningBit
+				}
+				return n, e
+			}
+		}),
+	},
+	{
+		name: "abort drops the reservation",
+		want: "lost fire",
+		t: with(func(t *transitions) {
+			t.abort = func(s uint32) (uint32, exit) { return abort(s &^ reservedBit) }
+		}),
+	},
+	{
+		name: "abort keeps the running bit",
+		want: "no actor is inside f",
+		t: with(func(t *transitions) {
+			t.abort = func(s uint32) (uint32, exit) {
+				n, e := abort(s)
+				return n | runningBit, e
+			}
+		}),
+	},
+}
+
+// with returns stateGo changed by change.
+func with(change func(*transitions)) transitions {
+	t := stateGo
+	change(&t)
+	return t
+}
+
+func TestExploreMutants(t *testing.T) {
+	maxActors, ok, panics := exBudget()
+	for _, m := range exMutants {
+		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {
+			var found []string
+			for _, v0 := range exBases {
+				cfgs := exConfigs(v0, maxActors, ok, panics)
+				if _, trace := explore(m.t, v0-2, cfgs); trace != "" {
+					found = append(found, fmt.Sprintf("from v0=%#x, %s", v0, trace))
+				}
+			}
+			if len(found) == 0 {
+				t.Fatalf("the explorer accepts the mutant %q", m.name)
+			}
+			for _, trace := range found {
+				if !strings.Contains(trace, m.want) {
+					t.Errorf("want a violation containing %q, got\n%s", m.want, trace)
+				}
+			}
+			t.Logf("caught %d of %d runs; first trace:\n%s", len(found), len(exBases), found[0])
+		})
+	}
+}

@@ -1,0 +1,312 @@
+package circulation
+
+// An exhaustive explorer of the state protocol. Stress tests sample
+// interleavings; this one enumerates all of them for small configurations,
+// calling the same state.go functions the Trigger calls (through the
+// transitions table in explore_actors_test.go), so the model cannot drift
+// from the code.
+//
+// A world is the Trigger's state word, the goroutines (actors) at their next
+// step, and the little of the past the checks need. The explorer walks every
+// interleaving of the actors' atomic steps depth first, remembering every
+// world it has finished exploring: a world reached again by another
+// interleaving is not explored twice, but its count of complete
+// interleavings is added again, so the count printed is the number of
+// distinct complete executions the exploration covers. Worlds that differ
+// only in which actor is which are remembered as one (see exKey).
+//
+// When a check fails, the explorer searches the failing configuration again
+// breadth first and prints a shortest failing interleaving, step by step,
+// with the state word after each step in hex and in bits.
+//
+// After every step it checks:
+//   - mutual exclusion: at most one actor is inside f, at most one holds the
+//     running bit;
+//   - the running bit is set exactly when an actor is inside f or about to
+//     loop, and the reservation bit only with it;
+//   - no version runs twice: the versions f starts for strictly increase;
+//   - Suspend wins: while the latest Fire, FireAfter or Suspend is a
+//     Suspend, f does not start for its version or any later one (only the
+//     run already in flight, whose context Suspend cancels, may start);
+//   - a superseded run's result is ignored, and a run that returned false
+//     arms no timer.
+//
+// When every actor has finished it checks that no fire was lost: if the
+// latest Fire, FireAfter or Suspend is a Fire or FireAfter, f started for
+// its version or a later one after it was published.
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+)
+
+// exMaxActors bounds the actors alive at once: the largest configuration
+// starts five, and each Fire, each f returning true and each panic arms at
+// most one timer more.
+const exMaxActors = 10
+
+// armKind is the kind of the latest Fire, FireAfter or Suspend.
+type armKind uint8
+
+const (
+	armNone    armKind = iota
+	armFire            // Fire or FireAfter
+	armSuspend         // Suspend
+)
+
+// exWorld is one state of the explored system. The explorer remembers it
+// by its exKey.
+type exWorld struct {
+	s         uint32 // Trigger.state
+	n         uint8  // actors in use
+	okLeft    uint8  // how many more times f may return true
+	panicLeft uint8  // how many more times f may panic
+	last      armKind
+	served    bool   // f started for lastV or later since it was published
+	ran       bool   // f has started at least once
+	lastV     uint32 // version published by the latest Fire, FireAfter or Suspend
+	lastRun   uint32 // version of the latest start of f
+	actors    [exMaxActors]exActor
+}
+
+// explorer explores the interleavings of one configuration at a time.
+type explorer struct {
+	t    transitions
+	base uint32 // versions are compared as offsets from base (see off)
+	memo map[exKey]exCount
+	path []exStep // the interleaving being explored
+	bad  string   // the first violation found
+
+	// plain turns the symmetry reduction off: actors keep their places.
+	// It exists to test that the reduction changes no count.
+	plain bool
+
+	edges uint64 // steps taken
+}
+
+// exStep is one step of a path: actor i with choice c.
+type exStep struct{ i, c int }
+
+// exCount is a count of interleavings, which overflows 64 bits.
+type exCount struct{ hi, lo uint64 }
+
+func (a exCount) add(b exCount) exCount {
+	lo, carry := bits.Add64(a.lo, b.lo, 0)
+	hi, _ := bits.Add64(a.hi, b.hi, carry)
+	return exCount{hi, lo}
+}
+
+func (a exCount) String() string {
+	n := new(big.Int).SetUint64(a.hi)
+	n.Lsh(n, 64).Or(n, new(big.Int).SetUint64(a.lo))
+	return n.String()
+}
+
+// onPath marks a world whose exploration has begun and not ended: meeting
+// it again means the interleaving can go round in circles.
+var onPath = exCount{math.MaxUint64, math.MaxUint64}
+
+func (x *explorer) failf(format string, args ...any) {
+	if x.bad == "" {
+		x.bad = fmt.Sprintf(format, args...)
+	}
+}
+
+// off is v's distance from the base version, so that versions compare as
+// integers across the wrap from 0x3fffffff to 0.
+func (x *explorer) off(v uint32) uint32 { return (v - x.base) & versionMask }
+
+// check is called after every step.
+func (x *explorer) check(w *exWorld) {
+	owners, inF := 0, 0
+	for i := range w.actors[:w.n] {
+		if w.actors[i].ph.owner() {
+			owners++
+		}
+		if w.actors[i].ph == phInF {
+			inF++
+		}
+	}
+	switch {
+	case inF > 1:
+		x.failf("%d actors are inside f at once", inF)
+	case owners > 1:
+		x.failf("%d actors hold the running bit at once", owners)
+	case running(w.s) && owners == 0:
+		x.failf("the running bit is set, but no actor is inside f or about to loop")
+	case !running(w.s) && owners == 1:
+		x.failf("an actor is inside f or about to loop, but the running bit is clear")
+	case reserved(w.s) && !running(w.s):
+		x.failf("the reservation bit is set without the running bit")
+	}
+}
+
+// final is called when every actor has finished.
+func (x *explorer) final(w *exWorld) {
+	if w.last == armFire && !w.served {
+		x.failf("lost fire: everyone has finished, but f never started for v=%#x (the latest Fire's) or later", w.lastV)
+	}
+}
+
+// visit explores every interleaving from w, whose key is k, and returns how
+// many complete interleavings there are from it.
+func (x *explorer) visit(w *exWorld, k exKey) exCount {
+	if c, seen := x.memo[k]; seen {
+		if c == onPath {
+			x.failf("cycle: an interleaving came back to a state it had been in (a livelock)")
+		}
+		return c
+	}
+	x.memo[k] = onPath
+	var total exCount
+	moved := false
+	for i := range int(w.n) {
+		for c := range x.choices(w, &w.actors[i]) {
+			next := *w
+			if !x.step(&next, i, c) {
+				continue
+			}
+			moved = true
+			x.edges++
+			x.path = append(x.path, exStep{i, c})
+			x.check(&next)
+			nk := x.canon(&next, nil)
+			if x.bad != "" {
+				return exCount{}
+			}
+			total = total.add(x.visit(&next, nk))
+			if x.bad != "" {
+				return exCount{}
+			}
+			x.path = x.path[:len(x.path)-1]
+		}
+	}
+	if !moved {
+		x.final(w)
+		total = exCount{lo: 1}
+	}
+	x.memo[k] = total
+	return total
+}
+
+// exKey is a world packed into a few words, canonical up to the order of
+// the actors: worlds that differ only in which actor is which have the same
+// key. The checks never depend on an actor's identity, and visit counts
+// each actor's step separately, so the interleaving counts stay exact.
+type exKey struct {
+	s    uint32
+	meta uint32
+	a    [exMaxActors]uint32
+}
+
+// canon sorts w's actors into canonical order, drops the finished ones and
+// returns w's key. If names is not nil, it is permuted along with the
+// actors.
+func (x *explorer) canon(w *exWorld, names []string) exKey {
+	var k exKey
+	n := int(w.n)
+	for i := range n {
+		k.a[i] = x.pack(&w.actors[i])
+	}
+	for i := 1; i < n && !x.plain; i++ { // insertion sort, descending: finished actors (0) last
+		for j := i; j > 0 && k.a[j] > k.a[j-1]; j-- {
+			k.a[j], k.a[j-1] = k.a[j-1], k.a[j]
+			w.actors[j], w.actors[j-1] = w.actors[j-1], w.actors[j]
+			if names != nil {
+				names[j], names[j-1] = names[j-1], names[j]
+			}
+		}
+	}
+	for n > 0 && k.a[n-1] == 0 && !x.plain {
+		n--
+	}
+	w.n = uint8(n)
+	k.s = w.s
+	k.meta = uint32(w.n) | uint32(w.okLeft)<<4 | uint32(w.panicLeft)<<8 | uint32(w.last)<<12
+	if w.served {
+		k.meta |= 1 << 14
+	}
+	if w.last != armNone {
+		k.meta |= x.off8(w.lastV) << 16
+	}
+	if w.ran {
+		k.meta |= 1<<15 | x.off8(w.lastRun)<<24
+	}
+	return k
+}
+
+// pack packs what matters of an actor in its phase into 24 bits; a
+// finished actor packs to 0.
+func (x *explorer) pack(a *exActor) uint32 {
+	p := uint32(a.ph)
+	if a.ok {
+		p |= 1 << 4
+	}
+	if a.sup {
+		p |= 1 << 5
+	}
+	if a.ph.owner() || a.ph == phStartLoad || a.ph == phStartCAS {
+		p |= x.off8(a.v) << 6
+	}
+	if a.ph.cas() {
+		p |= a.seen>>30<<14 | x.off8(version(a.seen))<<16
+	}
+	return p
+}
+
+// off8 is off(v), which must fit in 8 bits: the explored versions are a few
+// steps from the base.
+func (x *explorer) off8(v uint32) uint32 {
+	o := x.off(v)
+	if o > 0xff {
+		x.failf("version %#x is out of the explored range (base %#x): a version moved backwards or jumped", v, x.base)
+		return 0
+	}
+	return o
+}
+
+// exConfig is one starting point: a world and the names of its actors.
+type exConfig struct {
+	name  string
+	w     exWorld
+	names []string
+}
+
+// exStats sums up an exploration.
+type exStats struct {
+	configs       int
+	states        uint64  // distinct worlds
+	edges         uint64  // steps taken
+	interleavings exCount // complete interleavings covered
+}
+
+// explore explores every configuration with transitions t. It returns the
+// totals and, at the first violation, a readable trace ("" if none).
+func explore(t transitions, base uint32, cfgs []exConfig) (exStats, string) {
+	return exploreWith(t, base, cfgs, false)
+}
+
+func exploreWith(t transitions, base uint32, cfgs []exConfig, plain bool) (exStats, string) {
+	var st exStats
+	for _, cfg := range cfgs {
+		x := &explorer{t: t, base: base, memo: make(map[exKey]exCount), plain: plain}
+		w := cfg.w
+		x.check(&w)
+		k := x.canon(&w, nil)
+		var n exCount
+		if x.bad == "" {
+			n = x.visit(&w, k)
+		}
+		st.configs++
+		st.states += uint64(len(x.memo))
+		st.edges += x.edges
+		st.interleavings = st.interleavings.add(n)
+		if x.bad != "" {
+			x.shortest(cfg)
+			return st, x.trace(cfg)
+		}
+	}
+	return st, ""
+}

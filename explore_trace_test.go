@@ -1,0 +1,164 @@
+package circulation
+
+// Traces of the state explorer: what a failing interleaving looks like.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// shortest replaces the failing path that the depth-first search found,
+// which is rarely the simplest, with a shortest one, found breadth first.
+func (x *explorer) shortest(cfg exConfig) {
+	type node struct {
+		w      exWorld
+		parent int
+		step   exStep
+	}
+	path := func(nodes []node, i int, last ...exStep) []exStep {
+		for ; nodes[i].parent >= 0; i = nodes[i].parent {
+			last = append(last, nodes[i].step)
+		}
+		slices.Reverse(last)
+		return last
+	}
+	w := cfg.w
+	x.bad = ""
+	x.check(&w)
+	if x.bad != "" {
+		x.path = nil
+		return
+	}
+	seen := map[exKey]bool{x.canon(&w, nil): true}
+	nodes := []node{{w: w, parent: -1}}
+	for head := 0; head < len(nodes); head++ {
+		w := nodes[head].w
+		moved := false
+		for i := range int(w.n) {
+			for c := range x.choices(&w, &w.actors[i]) {
+				next := w
+				if !x.step(&next, i, c) {
+					continue
+				}
+				moved = true
+				x.check(&next)
+				k := x.canon(&next, nil)
+				if x.bad != "" {
+					x.path = path(nodes, head, exStep{i, c})
+					return
+				}
+				if !seen[k] {
+					seen[k] = true
+					nodes = append(nodes, node{next, head, exStep{i, c}})
+				}
+			}
+		}
+		if !moved {
+			if x.final(&w); x.bad != "" {
+				x.path = path(nodes, head)
+				return
+			}
+		}
+	}
+	panic("explorer: the breadth-first search misses the violation the depth-first one found")
+}
+
+// trace replays the failing path from cfg and describes it.
+func (x *explorer) trace(cfg exConfig) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "violation: %s\n", x.bad)
+	fmt.Fprintf(&b, "start %q: state %s\n", cfg.name, fmtState(cfg.w.s))
+	// Actors are named by the order they appear in, whatever their place
+	// in the canonical order.
+	names := make([]string, exMaxActors)
+	for i, n := range cfg.names {
+		names[i] = fmt.Sprintf("A%d %s", i, n)
+		fmt.Fprintf(&b, "  %s\n", names[i])
+	}
+	next := len(cfg.names)
+	fmt.Fprintf(&b, "%4s  %-30s  %-42s  %s\n", "step", "actor", "does", "state after")
+	w := cfg.w
+	x.canon(&w, names)
+	for k, p := range x.path {
+		before := w
+		x.step(&w, p.i, p.c)
+		what := x.describe(&before, &w, p.i, p.c)
+		if w.n > before.n {
+			names[w.n-1] = fmt.Sprintf("A%d timer v=%#x", next, w.actors[w.n-1].v)
+			what += fmt.Sprintf("; arms A%d", next)
+			next++
+		}
+		fmt.Fprintf(&b, "%4d  %-30s  %-42s  %s\n", k+1, names[p.i], what, fmtState(w.s))
+		x.canon(&w, names)
+	}
+	return b.String()
+}
+
+// describe says what actor i did between before and after.
+func (x *explorer) describe(before, after *exWorld, i, c int) string {
+	a, b := &before.actors[i], &after.actors[i]
+	if a.ph.load() {
+		return "load"
+	}
+	failed := b.ph.load()
+	switch a.ph {
+	case phFireCAS:
+		if failed {
+			return "CAS fails (state changed): retry"
+		}
+		if running(a.seen) {
+			return "CAS reserve: one more run"
+		}
+		return "CAS advance"
+	case phFireAfterCAS, phSuspendCAS:
+		if failed {
+			return "CAS fails (state changed): retry"
+		}
+		return "CAS advance"
+	case phStartCAS:
+		_, e := x.t.enter(a.seen, a.v)
+		switch {
+		case e == entryStale:
+			return "enter: stale, returns"
+		case failed:
+			return "CAS fails (state changed): retry"
+		case e == entryDeferred:
+			return "CAS enter: deferred, reserves the next run"
+		}
+		return "CAS enter: takes the running bit"
+	case phBegin:
+		return fmt.Sprintf("f starts for v=%#x", a.v)
+	case phInF:
+		return [...]string{"f returns false", "f returns true", "f panics"}[c]
+	case phFinishCAS, phAbortCAS:
+		if failed {
+			return "CAS fails (state changed): retry"
+		}
+		var e exit
+		if a.ph == phFinishCAS {
+			_, e = x.t.finish(a.seen, a.v, a.ok)
+		} else {
+			_, e = x.t.abort(a.seen)
+		}
+		what := "CAS finish"
+		if a.ph == phAbortCAS {
+			what = "CAS abort"
+		}
+		return what + ": " + [...]string{"exitIdle", "exitAgain", "exitArm"}[e]
+	}
+	return "?"
+}
+
+// fmtState shows a state word in hex and in bits: reserved, running and
+// the version.
+func fmtState(s uint32) string {
+	res, run := "---", "---"
+	if reserved(s) {
+		res = "res"
+	}
+	if running(s) {
+		run = "run"
+	}
+	return fmt.Sprintf("0x%08x [%s %s v=0x%08x]", s, res, run, version(s))
+}
