@@ -226,7 +226,15 @@ func (t *Trigger) disarm(v uint32) {
 		t.kill(old)
 		return
 	}
-	t.settle(old) // armed at v or later: it stays
+	// Armed at v or later: it stays. But while it was out of the slot, a
+	// Suspend or a reserving Fire that supersedes it may have found the
+	// slot empty: check again once it is back, as arm does. Its version is
+	// read first, as old may be killed and recycled once it is back.
+	ov := old.version
+	t.settle(old)
+	if c := version(t.state.Load()); c != ov {
+		t.disarm(c)
+	}
 }
 
 // cancelBefore cancels the context of the iteration in flight if it runs for
