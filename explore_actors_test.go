@@ -102,11 +102,11 @@ type exActor struct {
 
 // choices is the number of ways the actor's next step can go: f may return
 // false, return true (while the budget lasts) or panic (likewise).
-func (x *explorer) choices(w *exWorld, a *exActor) int {
-	switch {
-	case a.ph == phDone:
+func (x *explorer) choices(w *exWorld, i int) int {
+	switch w.actors[i].ph {
+	case phDone:
 		return 0
-	case a.ph == phInF:
+	case phInF:
 		return 3
 	}
 	return 1

@@ -73,17 +73,14 @@ type exWorld struct {
 
 // explorer explores the interleavings of one configuration at a time.
 type explorer struct {
+	exWalk[exWorld, exKey]
 	t    transitions
 	base uint32 // versions are compared as offsets from base (see off)
-	memo map[exKey]exCount
-	path []exStep // the interleaving being explored
-	bad  string   // the first violation found
+	bad  string // the first violation found
 
 	// plain turns the symmetry reduction off: actors keep their places.
 	// It exists to test that the reduction changes no count.
 	plain bool
-
-	edges uint64 // steps taken
 }
 
 // exStep is one step of a path: actor i with choice c.
@@ -150,45 +147,72 @@ func (x *explorer) final(w *exWorld) {
 	}
 }
 
+// exSystem is what the depth-first walk needs of an explored system, whose
+// worlds are W, remembered by keys K.
+type exSystem[W any, K comparable] interface {
+	actors(w *W) int          // how many actors w has
+	choices(w *W, i int) int  // how many ways actor i's next step can go (0: it cannot move)
+	step(w *W, i, c int) bool // takes it, or reports false if choice c is not possible
+	after(w *W) K             // checks w after a step, makes it canonical, returns its key
+	final(w *W)               // checks a world in which no actor can move
+	failf(format string, args ...any)
+	failed() bool
+}
+
+// exWalk walks every interleaving of an exSystem depth first.
+type exWalk[W any, K comparable] struct {
+	memo  map[K]exCount // worlds explored, and their counts of complete interleavings
+	path  []exStep      // the interleaving being explored; after a failure, the failing one
+	edges uint64        // steps taken
+}
+
 // visit explores every interleaving from w, whose key is k, and returns how
 // many complete interleavings there are from it.
-func (x *explorer) visit(w *exWorld, k exKey) exCount {
-	if c, seen := x.memo[k]; seen {
+func (g *exWalk[W, K]) visit(sys exSystem[W, K], w *W, k K) exCount {
+	if c, seen := g.memo[k]; seen {
 		if c == onPath {
-			x.failf("cycle: an interleaving came back to a state it had been in (a livelock)")
+			sys.failf("cycle: an interleaving came back to a state it had been in (a livelock)")
 		}
 		return c
 	}
-	x.memo[k] = onPath
+	g.memo[k] = onPath
 	var total exCount
 	moved := false
-	for i := range int(w.n) {
-		for c := range x.choices(w, &w.actors[i]) {
+	for i := range sys.actors(w) {
+		for c := range sys.choices(w, i) {
 			next := *w
-			if !x.step(&next, i, c) {
+			if !sys.step(&next, i, c) {
 				continue
 			}
 			moved = true
-			x.edges++
-			x.path = append(x.path, exStep{i, c})
-			x.check(&next)
-			nk := x.canon(&next, nil)
-			if x.bad != "" {
+			g.edges++
+			g.path = append(g.path, exStep{i, c})
+			nk := sys.after(&next)
+			if sys.failed() {
 				return exCount{}
 			}
-			total = total.add(x.visit(&next, nk))
-			if x.bad != "" {
+			total = total.add(g.visit(sys, &next, nk))
+			if sys.failed() {
 				return exCount{}
 			}
-			x.path = x.path[:len(x.path)-1]
+			g.path = g.path[:len(g.path)-1]
 		}
 	}
 	if !moved {
-		x.final(w)
+		sys.final(w)
 		total = exCount{lo: 1}
 	}
-	x.memo[k] = total
+	g.memo[k] = total
 	return total
+}
+
+func (x *explorer) actors(w *exWorld) int { return int(w.n) }
+func (x *explorer) failed() bool          { return x.bad != "" }
+
+// after checks w after a step and makes it canonical.
+func (x *explorer) after(w *exWorld) exKey {
+	x.check(w)
+	return x.canon(w, nil)
 }
 
 // exKey is a world packed into a few words, canonical up to the order of
@@ -291,13 +315,14 @@ func explore(t transitions, base uint32, cfgs []exConfig) (exStats, string) {
 func exploreWith(t transitions, base uint32, cfgs []exConfig, plain bool) (exStats, string) {
 	var st exStats
 	for _, cfg := range cfgs {
-		x := &explorer{t: t, base: base, memo: make(map[exKey]exCount), plain: plain}
+		x := &explorer{t: t, base: base, plain: plain}
+		x.memo = make(map[exKey]exCount)
 		w := cfg.w
 		x.check(&w)
 		k := x.canon(&w, nil)
 		var n exCount
 		if x.bad == "" {
-			n = x.visit(&w, k)
+			n = x.visit(x, &w, k)
 		}
 		st.configs++
 		st.states += uint64(len(x.memo))

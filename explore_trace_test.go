@@ -36,7 +36,7 @@ func (x *explorer) shortest(cfg exConfig) {
 		w := nodes[head].w
 		moved := false
 		for i := range int(w.n) {
-			for c := range x.choices(&w, &w.actors[i]) {
+			for c := range x.choices(&w, i) {
 				next := w
 				if !x.step(&next, i, c) {
 					continue

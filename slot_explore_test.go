@@ -123,13 +123,11 @@ func (x *slExplorer) off8(v uint32) uint32 {
 }
 
 type slExplorer struct {
-	m     slModel
-	base  uint32 // versions are packed as offsets from base
-	memo  map[slKey]exCount
-	path  []exStep
-	bad   string
-	log   *strings.Builder // replaying a failing path
-	edges uint64
+	exWalk[slWorld, slKey]
+	m    slModel
+	base uint32 // versions are packed as offsets from base
+	bad  string
+	log  *strings.Builder // replaying a failing path
 
 	// plain turns the symmetry reduction off: actors keep their places.
 	// It exists to test that the reduction changes no count.
@@ -172,41 +170,9 @@ func (x *slExplorer) final(w *slWorld) {
 	}
 }
 
-func (x *slExplorer) visit(w *slWorld, k slKey) exCount {
-	if c, seen := x.memo[k]; seen {
-		if c == onPath {
-			x.failf("cycle: an interleaving came back to a state it had been in (a livelock)")
-		}
-		return c
-	}
-	x.memo[k] = onPath
-	var total exCount
-	moved := false
-	for i := range int(w.nAct) {
-		for c := range x.choices(w, i) {
-			moved = true
-			next := *w
-			x.step(&next, i, c)
-			nk := x.canon(&next, nil)
-			x.edges++
-			x.path = append(x.path, exStep{i, c})
-			if x.bad != "" {
-				return exCount{}
-			}
-			total = total.add(x.visit(&next, nk))
-			if x.bad != "" {
-				return exCount{}
-			}
-			x.path = x.path[:len(x.path)-1]
-		}
-	}
-	if !moved {
-		x.final(w)
-		total = exCount{lo: 1}
-	}
-	x.memo[k] = total
-	return total
-}
+func (x *slExplorer) actors(w *slWorld) int  { return int(w.nAct) }
+func (x *slExplorer) after(w *slWorld) slKey { return x.canon(w, nil) }
+func (x *slExplorer) failed() bool           { return x.bad != "" }
 
 // slConfig is a starting world with named actors.
 type slConfig struct {
@@ -273,9 +239,10 @@ func slExplore(m slModel, cfgs []slConfig) (exStats, string) {
 func slExploreWith(m slModel, cfgs []slConfig, plain bool) (exStats, string) {
 	var st exStats
 	for _, cfg := range cfgs {
-		x := &slExplorer{m: m, base: cfg.w.ver - 2, memo: make(map[slKey]exCount), plain: plain}
+		x := &slExplorer{m: m, base: cfg.w.ver - 2, plain: plain}
+		x.memo = make(map[slKey]exCount)
 		w := cfg.w
-		n := x.visit(&w, x.canon(&w, nil))
+		n := x.visit(x, &w, x.canon(&w, nil))
 		st.configs++
 		st.states += uint64(len(x.memo))
 		st.edges += x.edges

@@ -114,7 +114,7 @@ func (x *slExplorer) ret(a *slActor) {
 // AfterFunc with arm's CAS (nobody else can reach the shot before settle
 // publishes it), and retire's live.Add(-1) with its release (live is only
 // read once everyone is done).
-func (x *slExplorer) step(w *slWorld, i, c int) {
+func (x *slExplorer) step(w *slWorld, i, c int) bool {
 	a := &w.actors[i]
 	log := x.log != nil
 	switch a.pc {
@@ -126,7 +126,7 @@ func (x *slExplorer) step(w *slWorld, i, c int) {
 		}
 		if a.pc == pcDisarmAdvance {
 			a.pc = pcDisarmSwap
-			return
+			return true
 		}
 		if int(w.nShots) == slMaxShots {
 			panic("slot explorer: too many shots")
@@ -151,7 +151,7 @@ func (x *slExplorer) step(w *slWorld, i, c int) {
 		}
 		if c == a.v {
 			*a = slActor{}
-			return
+			return true
 		}
 		if log {
 			x.logf(", not %#x: disarm(%#x)", a.v, c)
@@ -228,13 +228,7 @@ func (x *slExplorer) step(w *slWorld, i, c int) {
 		}
 
 	case pcKillClaim:
-		sh := x.shot(w, a.sh)
-		won := !sh.claimed
-		sh.claimed = true
-		if log {
-			x.logf("claim() -> %v", won)
-		}
-		if won || x.m.mutant == "kill trusts Stop alone" {
+		if x.claim(w, a.sh) || x.m.mutant == "kill trusts Stop alone" {
 			a.n, a.retire, a.pc = 2, true, pcRelease
 		} else {
 			a.n, a.pc = 1, pcRelease
@@ -254,15 +248,9 @@ func (x *slExplorer) step(w *slWorld, i, c int) {
 		}
 
 	case pcCallbackClaim:
-		sh := x.shot(w, a.sh)
-		won := !sh.claimed
-		sh.claimed = true
-		if log {
-			x.logf("claim() -> %v", won)
-		}
-		if !won {
+		if !x.claim(w, a.sh) {
 			*a = slActor{}
-			return
+			return true
 		}
 		a.pc = pcCallbackDead
 
@@ -310,6 +298,19 @@ func (x *slExplorer) step(w *slWorld, i, c int) {
 		a.retire = false
 		x.ret(a)
 	}
+	return true
+}
+
+// claim is shot.claim: it reports whether the caller is the first to
+// account for the shot's timer.
+func (x *slExplorer) claim(w *slWorld, i int8) bool {
+	sh := x.shot(w, i)
+	won := !sh.claimed
+	sh.claimed = true
+	if x.log != nil {
+		x.logf("claim() -> %v", won)
+	}
+	return won
 }
 
 // spawnCallbacks adds the actors that deliver shot i's callback: one, or
