@@ -128,7 +128,7 @@ var exBases = []uint32{0, 0x3ffffffe}
 // -short, or under the race detector, which slows the explorer sevenfold
 // and has nothing to find in it (it runs on one goroutine), they start up
 // to 3. CIRCULATION_EXPLORE=full explores everything exConfigs can build:
-// up to 5 actors, and f returning true twice.
+// up to 5 actors, and f returning true twice (some minutes).
 func exBudget() (maxActors int, okBudget, panicBudget uint8) {
 	switch {
 	case os.Getenv("CIRCULATION_EXPLORE") == "full":
