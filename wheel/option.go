@@ -1,0 +1,106 @@
+package wheel
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+	"time"
+)
+
+// An Option configures a Wheel in New.
+type Option interface {
+	apply(*options)
+}
+
+// options holds a Wheel's configuration. Defaults live in defaultOptions.
+type options struct {
+	tick   time.Duration
+	slots  int
+	shards int
+	inline bool
+}
+
+// Defaults, decided by the measurements in doc.go.
+const (
+	// DefaultTick is the resolution of a Wheel made without WithTick: a
+	// callback runs at most about one tick after its deadline.
+	DefaultTick = time.Millisecond
+
+	// DefaultSlots is the number of slots per level of a Wheel made
+	// without WithSlots. With DefaultTick the first level spans 512 ms and
+	// the second 4.4 minutes, so delays up to minutes move at most once
+	// before they fire.
+	DefaultSlots = 512
+
+	// maxSlots bounds WithSlots: a level's bitmap is scanned linearly.
+	maxSlots = 1 << 16
+
+	// maxShards bounds WithShards.
+	maxShards = 1 << 10
+)
+
+func defaultOptions() options {
+	return options{
+		tick:   DefaultTick,
+		slots:  DefaultSlots,
+		shards: min(runtime.GOMAXPROCS(0), maxShards),
+	}
+}
+
+// validate panics, naming the option, if o holds a value New cannot use.
+func (o *options) validate() {
+	if o.tick <= 0 {
+		panic(fmt.Sprintf("wheel: WithTick(%v): tick must be positive", o.tick))
+	}
+	if o.slots <= 0 || o.slots > maxSlots {
+		panic(fmt.Sprintf("wheel: WithSlots(%d): slots must be in [1, %d]", o.slots, maxSlots))
+	}
+	if o.shards <= 0 || o.shards > maxShards {
+		panic(fmt.Sprintf("wheel: WithShards(%d): shards must be in [1, %d]", o.shards, maxShards))
+	}
+}
+
+// slotBits is log2 of the number of slots per level: o.slots rounded up
+// to a power of two, at least 2.
+func (o *options) slotBits() uint {
+	return uint(max(1, bits.Len(uint(o.slots-1))))
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithTick sets the wheel's resolution: deadlines are rounded up to a whole
+// tick, so a callback runs at most about one tick late and never early.
+// The default is DefaultTick. New panics if d is not positive.
+func WithTick(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.tick = d })
+}
+
+// WithSlots sets the number of slots per level of the wheel, rounded up to
+// a power of two (at least 2, at most 65536). More slots mean fewer
+// levels and fewer moves between them; fewer slots mean a smaller wheel.
+// The default is DefaultSlots. New panics if n is not positive or too
+// large.
+func WithSlots(n int) Option {
+	return optionFunc(func(o *options) { o.slots = n })
+}
+
+// WithShards sets how many independently locked parts the wheel's timers
+// are spread over. Goroutines on different processors mostly use
+// different shards, so they do not contend. The default is GOMAXPROCS at
+// the time of New. New panics if n is not in [1, 1024].
+func WithShards(n int) Option {
+	return optionFunc(func(o *options) { o.shards = n })
+}
+
+// WithInlineCallbacks makes the wheel run callbacks on its own goroutine,
+// one after another, instead of giving each its own goroutine. It saves
+// the goroutine start (about a third of the cost of a fire) but a callback
+// that blocks delays every timer behind it: use it only for callbacks that
+// return within a fraction of a tick, such as a non-blocking channel send.
+// A Trigger runs its whole task in the callback: never bind one to an
+// inline wheel.
+func WithInlineCallbacks() Option {
+	return optionFunc(func(o *options) { o.inline = true })
+}

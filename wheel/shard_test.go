@@ -1,0 +1,123 @@
+package wheel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// The shard is a plain data structure driven by its callers under its
+// lock; this test drives one directly with random adds, removes and
+// advances, over geometries from 2 to 512 slots per level (so up to 64
+// levels), and checks it against a model after every step: advance fires
+// exactly the pending timers due at or before now, remove succeeds exactly
+// on pending timers, count is right, and next never passes a pending
+// timer's deadline.
+func TestShardAgainstModel(t *testing.T) {
+	for _, slotBits := range []uint{1, 2, 3, 6, 9} {
+		t.Run(fmt.Sprintf("slots=%d", 1<<slotBits), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(slotBits), 42))
+			sh := newShard(slotBits)
+			pending := map[*timer]bool{}
+			var all []*timer
+			firedNow := map[*timer]int{}
+			// span draws a distance with every magnitude equally likely,
+			// so timers land on every level and on slot boundaries.
+			// Ticks stay below 1<<63 + 1<<62: a deadline is at most the
+			// wheel's age plus a Duration.
+			const limit = 1<<63 + 1<<62
+			span := func() uint64 {
+				v := rng.Uint64() >> rng.UintN(64)
+				if rng.IntN(4) == 0 {
+					v &^= 1<<rng.UintN(20) - 1 // round: a span start
+				}
+				return v
+			}
+			for step := range 4000 {
+				switch op := rng.IntN(10); {
+				case op < 5: // add
+					tm := &timer{}
+					tm.f = func() { firedNow[tm]++ }
+					tm.at = sh.cur + min(span(), limit-sh.cur)
+					if rng.IntN(20) == 0 {
+						tm.at = sh.cur - min(sh.cur, rng.Uint64N(3)) // due already
+					}
+					startDue := rng.IntN(2) == 0
+					was, wasNext := tm.at, sh.next
+					e, sooner, due := sh.add(tm, startDue)
+					if was <= sh.cur {
+						if startDue {
+							if !due || tm.pos != -1 {
+								t.Fatalf("step %d: add of a due timer did not report it", step)
+							}
+							continue
+						}
+						if tm.at != sh.cur+1 {
+							t.Fatalf("step %d: due timer moved to %d, not to the next tick %d", step, tm.at, sh.cur+1)
+						}
+					}
+					if due || e > tm.at || e <= sh.cur || sooner != (e < wasNext) || (sooner && sh.next != e) {
+						t.Fatalf("step %d: add(at=%d) at cur=%d returned event=%d sooner=%v due=%v", step, tm.at, sh.cur, e, sooner, due)
+					}
+					pending[tm] = true
+					all = append(all, tm)
+				case op < 7 && len(all) > 0: // remove
+					tm := all[rng.IntN(len(all))]
+					ok := tm.pos >= 0
+					if ok != pending[tm] {
+						t.Fatalf("step %d: pending=%v but pos=%d", step, pending[tm], tm.pos)
+					}
+					if ok {
+						sh.remove(tm)
+						delete(pending, tm)
+						if tm.f != nil {
+							t.Fatalf("step %d: remove kept the callback", step)
+						}
+					}
+				default: // advance
+					now := sh.cur + min(span()>>rng.UintN(64), limit-1-sh.cur)
+					due := sh.advance(now, nil)
+					for _, f := range due {
+						f()
+					}
+					for tm := range pending {
+						if tm.at <= now {
+							if firedNow[tm] != 1 {
+								t.Fatalf("step %d: timer due at %d fired %d times advancing to %d", step, tm.at, firedNow[tm], now)
+							}
+							delete(pending, tm)
+						}
+					}
+					for tm, n := range firedNow {
+						if tm.at > now || n != 1 {
+							t.Fatalf("step %d: timer due at %d fired %d times advancing to %d", step, tm.at, n, now)
+						}
+					}
+					clear(firedNow)
+					if sh.cur != now {
+						t.Fatalf("step %d: cur=%d after advance to %d", step, sh.cur, now)
+					}
+				}
+				if int(sh.count.Load()) != len(pending) {
+					t.Fatalf("step %d: count=%d, %d pending", step, sh.count.Load(), len(pending))
+				}
+				for tm := range pending {
+					if sh.next > tm.at {
+						t.Fatalf("step %d: next=%d passes a timer due at %d", step, sh.next, tm.at)
+					}
+				}
+				if len(all) > 1000 {
+					all = all[500:]
+				}
+			}
+			if n := sh.drop(); n != len(pending) {
+				t.Fatalf("drop returned %d, %d pending", n, len(pending))
+			}
+			for tm := range pending {
+				if tm.pos != -1 || tm.f != nil {
+					t.Fatal("drop left a timer pending")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,38 @@
+package wheel
+
+// A timer is one pending call of a Wheel: the circulation.Timer that
+// AfterFunc returns. It is 32 bytes, the only allocation of AfterFunc; the
+// wheel refers to it from one slot, so Stop frees everything at once except
+// the 32 bytes the caller's own reference keeps.
+//
+// sh never changes. at, pos and f are guarded by sh.mu; at is written once,
+// before the timer is placed.
+type timer struct {
+	f   func() // the callback; nil once the timer has fired or was stopped or dropped
+	sh  *shard // the shard that holds it; nil for a timer that fired in AfterFunc
+	at  uint64 // the tick at which it is due, counted from the Wheel's start
+	pos int32  // its index in its slot; -1 once it is no longer pending
+}
+
+// fired is the Timer AfterFunc returns for a callback it started at once.
+var fired = &timer{pos: -1}
+
+// Stop prevents the timer's callback from running. It reports whether the
+// call stopped the timer: false if the callback has already been started,
+// or the timer was already stopped, or its Wheel was stopped. Stop does
+// not wait for the callback to complete. It takes O(1) time, holding the
+// lock of one shard, and the wheel keeps no reference to a stopped timer.
+// It is safe for concurrent use.
+func (t *timer) Stop() bool {
+	sh := t.sh
+	if sh == nil {
+		return false
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if t.pos < 0 {
+		return false
+	}
+	sh.remove(t)
+	return true
+}

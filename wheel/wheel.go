@@ -1,0 +1,295 @@
+package wheel
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// A Wheel is a hashed hierarchical timing wheel: a circulation.Scheduler
+// that keeps millions of pending timers cheaply at a resolution of one
+// tick. See the package documentation for the design and its costs.
+//
+// A Wheel must be created with New; the zero value is not usable. Its
+// methods and the Timers it returns are safe for concurrent use. A Wheel
+// owns one goroutine from New until Stop: call Stop when done with it.
+type Wheel struct {
+	start  time.Time     // tick 0; ticks are counted on its monotonic clock
+	tick   time.Duration // as set by WithTick
+	inline bool          // as set by WithInlineCallbacks
+	shards []*shard
+	hint   sync.Pool // a *shard per processor, so goroutines on different processors mostly use different shards
+	rr     atomic.Uint32
+
+	// wakeAt is the tick the wheel's goroutine sleeps until, or never
+	// while it is scanning the shards or has nothing to wait for. The
+	// goroutine sets it to never before a scan and lowers it to what it
+	// found after; AfterFunc lowers it when it brings a shard's next event
+	// forward, and kicks the goroutine if it did. Only ever lowered with
+	// CompareAndSwap, except by the goroutine's reset, so an earlier event
+	// published during a scan is never lost.
+	wakeAt atomic.Uint64
+	kick   chan struct{} // capacity 1: a pending wake-up for the goroutine
+	scans  atomic.Uint64 // how many times the goroutine has scanned the shards, for tests
+
+	closed atomic.Bool   // set by Stop before anything else: AfterFunc panics
+	quit   chan struct{} // closed by Stop: the goroutine exits
+	exited chan struct{} // closed by the goroutine as it exits
+
+	// mu orders Stop against the goroutine's inline callbacks.
+	mu        sync.Mutex
+	stopped   bool // written by Stop
+	inCall    bool // written by the goroutine: it is running an inline callback
+}
+
+var _ circulation.Scheduler = (*Wheel)(nil)
+
+// New returns a running Wheel, configured by opts. It panics, naming the
+// option, if an option's value is invalid. The Wheel's goroutine starts
+// now and runs until Stop; it sleeps whenever no timer is due.
+func New(opts ...Option) *Wheel {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	o.validate()
+	w := &Wheel{
+		start:  time.Now(),
+		tick:   o.tick,
+		inline: o.inline,
+		shards: make([]*shard, o.shards),
+		kick:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	for i := range w.shards {
+		w.shards[i] = newShard(o.slotBits())
+	}
+	w.hint.New = func() any {
+		return w.shards[int(w.rr.Add(1))%len(w.shards)]
+	}
+	w.wakeAt.Store(never)
+	go w.run()
+	return w
+}
+
+// AfterFunc arranges for f to be called once, in its own goroutine, after
+// at least d has elapsed since the call, and returns a Timer whose Stop
+// cancels the call. The call is never early and, unless the machine is
+// overloaded, late by at most about one tick. A d of zero or less calls f
+// at once, in its own goroutine.
+//
+// With WithInlineCallbacks, f runs on the wheel's goroutine instead, one
+// tick later at the earliest even for a d of zero or less.
+//
+// AfterFunc takes O(1) time and allocates 32 bytes. It panics if f is nil
+// or the Wheel was stopped.
+func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	if f == nil {
+		panic("wheel: AfterFunc with nil func")
+	}
+	if w.closed.Load() {
+		panic("wheel: AfterFunc on stopped Wheel")
+	}
+	if d <= 0 && !w.inline {
+		go f()
+		return fired
+	}
+	at := w.deadline(d)
+	sh := w.hint.Get().(*shard)
+	defer w.hint.Put(sh)
+	t := &timer{f: f, sh: sh, at: at}
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		panic("wheel: AfterFunc on stopped Wheel")
+	}
+	e, sooner, due := sh.add(t, !w.inline)
+	sh.mu.Unlock()
+	if due {
+		go f()
+		return fired
+	}
+	if sooner {
+		w.wake(e)
+	}
+	return t
+}
+
+// deadline returns the first tick that starts at or after now + d. The
+// monotonic clock is read here, not cached: a cached reading would make
+// timers early.
+func (w *Wheel) deadline(d time.Duration) uint64 {
+	end := uint64(time.Since(w.start)) + uint64(max(d, 0)) // < 2^64: each term < 2^63
+	tick := uint64(w.tick)
+	at := end / tick
+	if end%tick != 0 {
+		at++
+	}
+	return at
+}
+
+// now returns the current tick: the last one that has started.
+func (w *Wheel) now() uint64 {
+	return uint64(time.Since(w.start)) / uint64(w.tick)
+}
+
+// wake makes sure the goroutine wakes by tick e: it lowers wakeAt to e and,
+// if it did, kicks the goroutine out of its sleep.
+func (w *Wheel) wake(e uint64) {
+	if w.lower(e) {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// lower lowers wakeAt to e if e is sooner and reports whether it did.
+func (w *Wheel) lower(e uint64) bool {
+	for {
+		cur := w.wakeAt.Load()
+		if e >= cur {
+			return false
+		}
+		if w.wakeAt.CompareAndSwap(cur, e) {
+			return true
+		}
+	}
+}
+
+// Len returns the number of timers pending now: armed, and neither fired,
+// stopped nor dropped.
+func (w *Wheel) Len() int {
+	n := int64(0)
+	for _, sh := range w.shards {
+		n += sh.count.Load()
+	}
+	return int(n)
+}
+
+// Stop stops the wheel and returns the number of pending timers it
+// dropped. After Stop returns no callback starts, the wheel's goroutine
+// has exited, and AfterFunc panics. Stop does not wait for callbacks that
+// have started to complete. Later calls do nothing and return 0.
+//
+// With WithInlineCallbacks, Stop called while the wheel's goroutine runs an
+// inline callback (for example from inside it) returns without waiting:
+// the goroutine exits as soon as that callback returns, starting no other.
+// Callbacks that were due but had not started are dropped then, uncounted.
+func (w *Wheel) Stop() (dropped int) {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return 0
+	}
+	w.stopped = true
+	w.closed.Store(true)
+	busy := w.inCall
+	w.mu.Unlock()
+	close(w.quit)
+	if !busy {
+		<-w.exited
+	}
+	for _, sh := range w.shards {
+		sh.mu.Lock()
+		sh.stopped = true
+		dropped += sh.drop()
+		sh.mu.Unlock()
+	}
+	return dropped
+}
+
+// run is the wheel's goroutine: it advances every shard to the current
+// tick, starts the callbacks that fell due, and sleeps until the next
+// shard event.
+func (w *Wheel) run() {
+	defer close(w.exited)
+	sleep := time.NewTimer(time.Duration(math.MaxInt64))
+	defer sleep.Stop()
+	var due []func()
+	for {
+		// Publish "scanning" before looking at any shard: an AfterFunc
+		// that brings an event forward after we have looked at its shard
+		// then lowers wakeAt below never, and the min below keeps it.
+		w.wakeAt.Store(never)
+		w.scans.Add(1)
+		now := w.now()
+		next := uint64(never)
+		for _, sh := range w.shards {
+			sh.mu.Lock()
+			due = sh.advance(now, due)
+			next = min(next, sh.next)
+			sh.mu.Unlock()
+		}
+		w.lower(next)
+		if !w.dispatch(due) {
+			return
+		}
+		clear(due)
+		due = due[:0]
+
+		at := w.wakeAt.Load()
+		if at == never {
+			select {
+			case <-w.kick:
+			case <-w.quit:
+				return
+			}
+			continue
+		}
+		d := w.until(at)
+		if d <= 0 {
+			continue
+		}
+		sleep.Reset(d)
+		select {
+		case <-sleep.C:
+		case <-w.kick:
+			sleep.Stop()
+		case <-w.quit:
+			return
+		}
+	}
+}
+
+// until returns how long from now tick at starts.
+func (w *Wheel) until(at uint64) time.Duration {
+	if at > uint64(math.MaxInt64)/uint64(w.tick) {
+		return math.MaxInt64
+	}
+	return time.Duration(at)*w.tick - time.Since(w.start)
+}
+
+// dispatch starts the callbacks in due and reports whether the goroutine
+// should go on. Each gets its own goroutine, unless the wheel is inline:
+// then it runs here, and Stop may end the goroutine between two callbacks.
+func (w *Wheel) dispatch(due []func()) bool {
+	if !w.inline {
+		for _, f := range due {
+			go f()
+		}
+		return true
+	}
+	for _, f := range due {
+		w.mu.Lock()
+		if w.stopped {
+			w.mu.Unlock()
+			return false
+		}
+		w.inCall = true
+		w.mu.Unlock()
+		f()
+		w.mu.Lock()
+		w.inCall = false
+		stopped := w.stopped
+		w.mu.Unlock()
+		if stopped {
+			return false
+		}
+	}
+	return true
+}
