@@ -27,12 +27,13 @@ const never = math.MaxUint64
 // read by Len without it.
 type shard struct {
 	mu      sync.Mutex
-	cur     uint64   // every timer due at or before cur has fired; only advance moves it
-	next    uint64   // a lower bound on the tick of the shard's next event (fire or move); never if none
-	levels  []*level // levels[k] spans slots<<(k*bits) ticks; nil until a timer needs it
-	bits    uint     // log2 of the number of slots per level
-	mask    uint64   // slots - 1
-	stopped bool     // set by Wheel.Stop: the shard accepts no timer
+	cur     uint64    // every timer due at or before cur has fired; only advance moves it
+	next    uint64    // a lower bound on the tick of the shard's next event (fire or move); never if none
+	levels  []*level  // levels[k] spans slots<<(k*bits) ticks; nil until a timer needs it
+	bits    uint      // log2 of the number of slots per level
+	mask    uint64    // slots - 1
+	levelAt [65]uint8 // levelAt[n] is the level of a timer whose deadline's highest bit that differs from cur is bit n-1
+	stopped bool      // set by Wheel.Stop: the shard accepts no timer
 	count   atomic.Int64
 
 	_ [64]byte // keep neighbouring shards' locks on different cache lines
@@ -40,23 +41,27 @@ type shard struct {
 
 // A level is one ring of slots of a shard.
 type level struct {
-	slots    [][]*timer // slots[s] holds the level's timers whose digit is s, in no order
-	occupied []uint64   // bit s is set if and only if slots[s] is not empty
+	slots    []slot   // slots[s] holds the level's timers whose digit is s
+	occupied []uint64 // bit s is set if and only if slots[s] is not empty
 }
 
 func newShard(slotBits uint) *shard {
-	return &shard{
+	sh := &shard{
 		next:   never,
 		levels: make([]*level, (64+slotBits-1)/slotBits),
 		bits:   slotBits,
 		mask:   1<<slotBits - 1,
 	}
+	for n := 1; n <= 64; n++ {
+		sh.levelAt[n] = uint8(uint(n-1) / slotBits)
+	}
+	return sh
 }
 
 // levelOf returns the level a timer due at at sits on while the shard is at
 // cur. It requires at > cur.
 func (sh *shard) levelOf(at uint64) uint {
-	return uint(bits.Len64(at^sh.cur)-1) / sh.bits
+	return uint(sh.levelAt[bits.Len64(at^sh.cur)])
 }
 
 // add makes t pending and returns the tick of its first event, and whether
@@ -68,7 +73,6 @@ func (sh *shard) levelOf(at uint64) uint {
 func (sh *shard) add(t *timer, startDue bool) (event uint64, sooner, due bool) {
 	if t.at <= sh.cur {
 		if startDue {
-			t.pos = -1
 			return 0, false, true
 		}
 		t.at = sh.cur + 1
@@ -92,36 +96,28 @@ func (sh *shard) place(t *timer) (event uint64) {
 	lv := sh.levels[k]
 	if lv == nil {
 		lv = &level{
-			slots:    make([][]*timer, sh.mask+1),
+			slots:    make([]slot, sh.mask+1),
 			occupied: make([]uint64, (sh.mask+64)/64),
 		}
 		sh.levels[k] = lv
 	}
-	t.pos = int32(len(lv.slots[s]))
-	lv.slots[s] = append(lv.slots[s], t)
+	lv.slots[s].push(t)
 	lv.occupied[s/64] |= 1 << (s % 64)
 	return t.at >> shift << shift
 }
 
-// remove takes the pending timer t out of its slot in O(1): the slot's last
-// timer takes its place. It does not lower-bound next again: a stale next
-// only costs the wheel's goroutine one spurious look.
+// remove takes the pending timer t out of its slot in O(1) and drops its
+// callback. It does not recompute next: a stale next only costs the
+// wheel's goroutine one spurious look.
 func (sh *shard) remove(t *timer) {
 	k := sh.levelOf(t.at)
 	s := t.at >> (k * sh.bits) & sh.mask
 	lv := sh.levels[k]
-	slot := lv.slots[s]
-	last := len(slot) - 1
-	if i := t.pos; int(i) != last {
-		moved := slot[last]
-		slot[i], moved.pos = moved, i
-	}
-	slot[last] = nil
-	lv.slots[s] = slot[:last]
-	if last == 0 {
+	lv.slots[s].remove(t)
+	if lv.slots[s].len() == 0 {
 		lv.occupied[s/64] &^= 1 << (s % 64)
 	}
-	t.pos, t.f = -1, nil
+	t.f = nil
 	sh.count.Add(-1)
 }
 
@@ -202,9 +198,9 @@ func (sh *shard) expire(due []func()) []func() {
 			continue
 		}
 		s := sh.cur >> shift & sh.mask
-		slot := lv.take(s)
-		for i, t := range slot {
-			slot[i] = nil
+		items := lv.take(s)
+		for i, t := range items {
+			items[i] = nil
 			if t.at <= sh.cur {
 				due = sh.fire(t, due)
 				continue
@@ -213,16 +209,16 @@ func (sh *shard) expire(due []func()) []func() {
 			// back in a slot that expire still has to look at.
 			sh.place(t)
 		}
-		lv.give(s, slot)
+		lv.slots[s].give(items)
 	}
 	if lv := sh.levels[0]; lv != nil {
 		s := sh.cur & sh.mask
-		slot := lv.take(s)
-		for i, t := range slot {
-			slot[i] = nil
+		items := lv.take(s)
+		for i, t := range items {
+			items[i] = nil
 			due = sh.fire(t, due)
 		}
-		lv.give(s, slot)
+		lv.slots[s].give(items)
 	}
 	return due
 }
@@ -230,31 +226,17 @@ func (sh *shard) expire(due []func()) []func() {
 // fire marks t as no longer pending and appends its func to due.
 func (sh *shard) fire(t *timer, due []func()) []func() {
 	due = append(due, t.f)
-	t.pos, t.f = -1, nil
+	t.f = nil
 	sh.count.Add(-1)
 	return due
 }
 
-// keepSlot is the largest slot backing array kept for reuse once the slot
-// is emptied; larger ones go back to the garbage collector, so that a burst
-// of timers does not pin its memory.
-const keepSlot = 1024
-
-// take empties slot s and returns what it held.
+// take empties slot s and returns its timers. Nothing refills the slot
+// before the caller gives the slice back: expire never places a timer in
+// the slot it is emptying.
 func (lv *level) take(s uint64) []*timer {
-	slot := lv.slots[s]
-	lv.slots[s] = nil
 	lv.occupied[s/64] &^= 1 << (s % 64)
-	return slot
-}
-
-// give returns the cleared backing array of a slot emptied by take, for
-// reuse, unless it is large. Nothing refills a slot between take and give:
-// expire never places a timer in the slot it is emptying.
-func (lv *level) give(s uint64, slot []*timer) {
-	if cap(slot) <= keepSlot {
-		lv.slots[s] = slot[:0]
-	}
+	return lv.slots[s].take()
 }
 
 // drop removes every pending timer and returns how many there were.
@@ -264,9 +246,9 @@ func (sh *shard) drop() int {
 		if lv == nil {
 			continue
 		}
-		for _, slot := range lv.slots {
-			for _, t := range slot {
-				t.pos, t.f = -1, nil
+		for i := range lv.slots {
+			for _, t := range lv.slots[i].take() {
+				t.f = nil
 				n++
 			}
 		}

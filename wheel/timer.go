@@ -5,17 +5,17 @@ package wheel
 // wheel refers to it from one slot, so Stop frees everything at once except
 // the 32 bytes the caller's own reference keeps.
 //
-// sh never changes. at, pos and f are guarded by sh.mu; at is written once,
+// sh never changes. f, at and pos are guarded by sh.mu; at is written once,
 // before the timer is placed.
 type timer struct {
-	f   func() // the callback; nil once the timer has fired or was stopped or dropped
+	f   func() // the callback while the timer is pending; nil once it has fired or was stopped or dropped
 	sh  *shard // the shard that holds it; nil for a timer that fired in AfterFunc
 	at  uint64 // the tick at which it is due, counted from the Wheel's start
-	pos int32  // its index in its slot; -1 once it is no longer pending
+	pos uint32 // its position in its slot (see slot)
 }
 
 // fired is the Timer AfterFunc returns for a callback it started at once.
-var fired = &timer{pos: -1}
+var fired = &timer{}
 
 // Stop prevents the timer's callback from running. It reports whether the
 // call stopped the timer: false if the callback has already been started,
@@ -30,7 +30,7 @@ func (t *timer) Stop() bool {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if t.pos < 0 {
+	if t.f == nil {
 		return false
 	}
 	sh.remove(t)

@@ -40,9 +40,9 @@ type Wheel struct {
 	exited chan struct{} // closed by the goroutine as it exits
 
 	// mu orders Stop against the goroutine's inline callbacks.
-	mu        sync.Mutex
-	stopped   bool // written by Stop
-	inCall    bool // written by the goroutine: it is running an inline callback
+	mu      sync.Mutex
+	stopped bool // written by Stop
+	inCall  bool // written by the goroutine: it is running an inline callback
 }
 
 var _ circulation.Scheduler = (*Wheel)(nil)
