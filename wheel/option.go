@@ -37,13 +37,19 @@ const (
 
 	// maxShards bounds WithShards.
 	maxShards = 1 << 10
+
+	// shardsPerProc and maxDefaultShards set the default number of shards:
+	// enough that two goroutines rarely need the same shard's lock at once,
+	// even after the runtime has moved them between processors.
+	shardsPerProc    = 4
+	maxDefaultShards = 64
 )
 
 func defaultOptions() options {
 	return options{
 		tick:   DefaultTick,
 		slots:  DefaultSlots,
-		shards: min(runtime.GOMAXPROCS(0), maxShards),
+		shards: min(shardsPerProc*runtime.GOMAXPROCS(0), maxDefaultShards),
 	}
 }
 
@@ -87,9 +93,10 @@ func WithSlots(n int) Option {
 }
 
 // WithShards sets how many independently locked parts the wheel's timers
-// are spread over. Goroutines on different processors mostly use
-// different shards, so they do not contend. The default is GOMAXPROCS at
-// the time of New. New panics if n is not in [1, 1024].
+// are spread over. AfterFunc uses a shard tied to the processor it runs
+// on, so goroutines on different processors mostly use different shards
+// and do not contend. The default is 4 × GOMAXPROCS at the time of New, at
+// most 64. New panics if n is not in [1, 1024].
 func WithShards(n int) Option {
 	return optionFunc(func(o *options) { o.shards = n })
 }

@@ -23,17 +23,18 @@ const never = math.MaxUint64
 // tick the slot is emptied and its timers move down to lower levels (or
 // fire, if due then): each timer moves at most once per level.
 //
-// All fields but count are guarded by mu. count is written under mu and
-// read by Len without it.
+// All fields are guarded by mu, except that next and count, written under
+// mu, are also read without it: next by the wheel's goroutine, to skip a
+// shard with nothing due without taking its lock, and count by Len.
 type shard struct {
 	mu      sync.Mutex
-	cur     uint64    // every timer due at or before cur has fired; only advance moves it
-	next    uint64    // a lower bound on the tick of the shard's next event (fire or move); never if none
-	levels  []*level  // levels[k] spans slots<<(k*bits) ticks; nil until a timer needs it
-	bits    uint      // log2 of the number of slots per level
-	mask    uint64    // slots - 1
-	levelAt [65]uint8 // levelAt[n] is the level of a timer whose deadline's highest bit that differs from cur is bit n-1
-	stopped bool      // set by Wheel.Stop: the shard accepts no timer
+	cur     uint64        // every timer due at or before cur has fired; only advance moves it
+	next    atomic.Uint64 // a lower bound on the tick of the shard's next event (fire or move), or never
+	levels  []*level      // levels[k] spans slots<<(k*bits) ticks; nil until a timer needs it
+	bits    uint          // log2 of the number of slots per level
+	mask    uint64        // slots - 1
+	levelAt [65]uint8     // levelAt[n] is the level of a timer whose deadline's highest bit that differs from cur is bit n-1
+	stopped bool          // set by Wheel.Stop: the shard accepts no timer
 	count   atomic.Int64
 
 	_ [64]byte // keep neighbouring shards' locks on different cache lines
@@ -47,11 +48,11 @@ type level struct {
 
 func newShard(slotBits uint) *shard {
 	sh := &shard{
-		next:   never,
 		levels: make([]*level, (64+slotBits-1)/slotBits),
 		bits:   slotBits,
 		mask:   1<<slotBits - 1,
 	}
+	sh.next.Store(never)
 	for n := 1; n <= 64; n++ {
 		sh.levelAt[n] = uint8(uint(n-1) / slotBits)
 	}
@@ -79,8 +80,8 @@ func (sh *shard) add(t *timer, startDue bool) (event uint64, sooner, due bool) {
 	}
 	event = sh.place(t)
 	sh.count.Add(1)
-	if event < sh.next {
-		sh.next = event
+	if event < sh.next.Load() {
+		sh.next.Store(event)
 		return event, true, false
 	}
 	return event, false, false
@@ -127,7 +128,7 @@ func (sh *shard) advance(now uint64, due []func()) []func() {
 	if now <= sh.cur {
 		return due
 	}
-	if sh.next > now {
+	if sh.next.Load() > now {
 		// next is a lower bound: nothing happens before now.
 		sh.cur = now
 		return due
@@ -135,7 +136,7 @@ func (sh *shard) advance(now uint64, due []func()) []func() {
 	for {
 		e := sh.nextEvent()
 		if e > now || e == never {
-			sh.next = e
+			sh.next.Store(e)
 			break
 		}
 		sh.cur = e
@@ -255,6 +256,6 @@ func (sh *shard) drop() int {
 		sh.levels[k] = nil
 	}
 	sh.count.Store(0)
-	sh.next = never
+	sh.next.Store(never)
 	return n
 }

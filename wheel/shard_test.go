@@ -43,7 +43,7 @@ func TestShardAgainstModel(t *testing.T) {
 						tm.at = sh.cur - min(sh.cur, rng.Uint64N(3)) // due already
 					}
 					startDue := rng.IntN(2) == 0
-					was, wasNext := tm.at, sh.next
+					was, wasNext := tm.at, sh.next.Load()
 					e, sooner, due := sh.add(tm, startDue)
 					if was <= sh.cur {
 						if startDue {
@@ -56,7 +56,7 @@ func TestShardAgainstModel(t *testing.T) {
 							t.Fatalf("step %d: due timer moved to %d, not to the next tick %d", step, tm.at, sh.cur+1)
 						}
 					}
-					if due || e > tm.at || e <= sh.cur || sooner != (e < wasNext) || (sooner && sh.next != e) {
+					if due || e > tm.at || e <= sh.cur || sooner != (e < wasNext) || (sooner && sh.next.Load() != e) {
 						t.Fatalf("step %d: add(at=%d) at cur=%d returned event=%d sooner=%v due=%v", step, tm.at, sh.cur, e, sooner, due)
 					}
 					pending[tm] = true
@@ -102,8 +102,8 @@ func TestShardAgainstModel(t *testing.T) {
 					t.Fatalf("step %d: count=%d, %d pending", step, sh.count.Load(), len(pending))
 				}
 				for tm := range pending {
-					if sh.next > tm.at {
-						t.Fatalf("step %d: next=%d passes a timer due at %d", step, sh.next, tm.at)
+					if sh.next.Load() > tm.at {
+						t.Fatalf("step %d: next=%d passes a timer due at %d", step, sh.next.Load(), tm.at)
 					}
 				}
 				if len(all) > 1000 {

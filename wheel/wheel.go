@@ -220,10 +220,18 @@ func (w *Wheel) run() {
 		now := w.now()
 		next := uint64(never)
 		for _, sh := range w.shards {
-			sh.mu.Lock()
-			due = sh.advance(now, due)
-			next = min(next, sh.next)
-			sh.mu.Unlock()
+			// A shard whose next event is later needs no lock: its cur
+			// stays behind, which costs a newly placed timer at most
+			// one more move. An AfterFunc that lowers next after this
+			// load lowers wakeAt too.
+			e := sh.next.Load()
+			if e <= now {
+				sh.mu.Lock()
+				due = sh.advance(now, due)
+				e = sh.next.Load()
+				sh.mu.Unlock()
+			}
+			next = min(next, e)
 		}
 		w.lower(next)
 		if !w.dispatch(due) {
