@@ -35,6 +35,7 @@ type Wheel struct {
 	kick   chan struct{} // capacity 1: a pending wake-up for the goroutine
 	scans  atomic.Uint64 // how many times the goroutine has scanned the shards, for tests
 
+	run    *runners      // start due callbacks, unless inline
 	closed atomic.Bool   // set by Stop before anything else: AfterFunc panics
 	quit   chan struct{} // closed by Stop: the goroutine exits
 	exited chan struct{} // closed by the goroutine as it exits
@@ -64,6 +65,7 @@ func New(opts ...Option) *Wheel {
 		kick:   make(chan struct{}, 1),
 		quit:   make(chan struct{}),
 		exited: make(chan struct{}),
+		run:    newRunners(),
 	}
 	for i := range w.shards {
 		w.shards[i] = newShard(o.slotBits())
@@ -72,7 +74,7 @@ func New(opts ...Option) *Wheel {
 		return w.shards[int(w.rr.Add(1))%len(w.shards)]
 	}
 	w.wakeAt.Store(never)
-	go w.run()
+	go w.loop()
 	return w
 }
 
@@ -193,6 +195,7 @@ func (w *Wheel) Stop() (dropped int) {
 	close(w.quit)
 	if !busy {
 		<-w.exited
+		w.run.drain()
 	}
 	for _, sh := range w.shards {
 		sh.mu.Lock()
@@ -203,10 +206,10 @@ func (w *Wheel) Stop() (dropped int) {
 	return dropped
 }
 
-// run is the wheel's goroutine: it advances every shard to the current
+// loop is the wheel's goroutine: it advances every shard to the current
 // tick, starts the callbacks that fell due, and sleeps until the next
 // shard event.
-func (w *Wheel) run() {
+func (w *Wheel) loop() {
 	defer close(w.exited)
 	sleep := time.NewTimer(time.Duration(math.MaxInt64))
 	defer sleep.Stop()
@@ -234,6 +237,9 @@ func (w *Wheel) run() {
 			next = min(next, e)
 		}
 		w.lower(next)
+		if testHookDispatch != nil && len(due) > 0 {
+			testHookDispatch()
+		}
 		if !w.dispatch(due) {
 			return
 		}
@@ -264,6 +270,10 @@ func (w *Wheel) run() {
 	}
 }
 
+// testHookDispatch, if set, runs on the wheel's goroutine after it has
+// collected due callbacks and before it dispatches them.
+var testHookDispatch func()
+
 // until returns how long from now tick at starts.
 func (w *Wheel) until(at uint64) time.Duration {
 	if at > uint64(math.MaxInt64)/uint64(w.tick) {
@@ -273,13 +283,11 @@ func (w *Wheel) until(at uint64) time.Duration {
 }
 
 // dispatch starts the callbacks in due and reports whether the goroutine
-// should go on. Each gets its own goroutine, unless the wheel is inline:
-// then it runs here, and Stop may end the goroutine between two callbacks.
+// should go on. The runners start them, unless the wheel is inline: then
+// they run here, and Stop may end the goroutine between two callbacks.
 func (w *Wheel) dispatch(due []func()) bool {
 	if !w.inline {
-		for _, f := range due {
-			go f()
-		}
+		w.run.submit(due)
 		return true
 	}
 	for _, f := range due {
