@@ -7,14 +7,15 @@ import (
 	"sync/atomic"
 )
 
-// never is the tick of an event that does not exist.
+// never is the tick or time of an event that does not exist.
 const never = math.MaxUint64
 
 // A shard is one independently locked hierarchical wheel. A Wheel spreads
 // its timers over several shards so that goroutines on different
 // processors do not contend for one lock.
 //
-// Time is counted in ticks since the Wheel started. A timer due at tick at
+// Time is counted in nanoseconds since the Wheel started, and in ticks of
+// its resolution. A timer's deadline rounded up to a tick is at. The timer
 // is kept at the level of the highest base-2^bits digit in which at differs
 // from cur, in the slot named by that digit of at. So a level-k timer
 // agrees with cur on every digit above k and is ahead of it in digit k:
@@ -23,17 +24,25 @@ const never = math.MaxUint64
 // tick the slot is emptied and its timers move down to lower levels (or
 // fire, if due then): each timer moves at most once per level.
 //
+// Level 0 also keeps, for each slot, the earliest exact deadline in it:
+// the shard's next event is that deadline for the first slot, not the
+// tick that ends it, so a timer fires as soon as its exact deadline has
+// passed and the wheel's goroutine has woken, as a runtime timer would,
+// rather than at the next tick.
+//
 // All fields are guarded by mu, except that next and count, written under
 // mu, are also read without it: next by the wheel's goroutine, to skip a
 // shard with nothing due without taking its lock, and count by Len.
 type shard struct {
 	mu      sync.Mutex
 	cur     uint64        // every timer due at or before cur has fired; only advance moves it
-	next    atomic.Uint64 // a lower bound on the tick of the shard's next event (fire or move), or never
+	next    atomic.Uint64 // a lower bound on the time of the shard's next event (fire or move), or never
 	levels  []*level      // levels[k] spans slots<<(k*bits) ticks; nil until a timer needs it
 	bits    uint          // log2 of the number of slots per level
 	mask    uint64        // slots - 1
 	levelAt [65]uint8     // levelAt[n] is the level of a timer whose deadline's highest bit that differs from cur is bit n-1
+	tick    uint64        // nanoseconds per tick
+	unit    uint64        // nanoseconds per unit of timer.off
 	stopped bool          // set by Wheel.Stop: the shard accepts no timer
 	count   atomic.Int64
 
@@ -44,13 +53,16 @@ type shard struct {
 type level struct {
 	slots    []slot   // slots[s] holds the level's timers whose digit is s
 	occupied []uint64 // bit s is set if and only if slots[s] is not empty
+	earliest []uint64 // level 0 only: a lower bound on the exact deadlines in slots[s], never if it is empty
 }
 
-func newShard(slotBits uint) *shard {
+func newShard(slotBits uint, tick uint64) *shard {
 	sh := &shard{
 		levels: make([]*level, (64+slotBits-1)/slotBits),
 		bits:   slotBits,
 		mask:   1<<slotBits - 1,
+		tick:   tick,
+		unit:   offUnit(tick),
 	}
 	sh.next.Store(never)
 	for n := 1; n <= 64; n++ {
@@ -65,7 +77,28 @@ func (sh *shard) levelOf(at uint64) uint {
 	return uint(sh.levelAt[bits.Len64(at^sh.cur)])
 }
 
-// add makes t pending and returns the tick of its first event, and whether
+// offUnit returns the unit of timer.off for a tick: 1 ns, unless the tick
+// is longer than 2^32 ns.
+func offUnit(tick uint64) uint64 {
+	return max(1, (tick+math.MaxUint32)>>32)
+}
+
+// exact returns the deadline of t, which is on level 0, in nanoseconds.
+func (sh *shard) exact(t *timer) uint64 {
+	return t.at*sh.tick - uint64(t.off)*sh.unit
+}
+
+// time returns when tick starts, in nanoseconds, or never if that is past
+// the range of uint64.
+func (sh *shard) time(tick uint64) uint64 {
+	hi, lo := bits.Mul64(tick, sh.tick)
+	if hi != 0 {
+		return never
+	}
+	return lo
+}
+
+// add makes t pending and returns the time of its first event, and whether
 // that is sooner than next was (next is lowered then: the caller must wake
 // the wheel's goroutine by then). If t is due at or before cur, the tick
 // the wheel's goroutine has already handled (its clock reading came after
@@ -76,7 +109,7 @@ func (sh *shard) add(t *timer, startDue bool) (event uint64, sooner, due bool) {
 		if startDue {
 			return 0, false, true
 		}
-		t.at = sh.cur + 1
+		t.at, t.off = sh.cur+1, 0
 	}
 	event = sh.place(t)
 	sh.count.Add(1)
@@ -87,9 +120,9 @@ func (sh *shard) add(t *timer, startDue bool) (event uint64, sooner, due bool) {
 	return event, false, false
 }
 
-// place puts t, due at t.at > sh.cur, on its level and returns the tick at
-// which the shard must next look at it: t.at itself on level 0, else the
-// start of its slot's span.
+// place puts t, due at tick t.at > sh.cur, on its level and returns the
+// time at which the shard must next look at it: its exact deadline on
+// level 0, else the start of its slot's span.
 func (sh *shard) place(t *timer) (event uint64) {
 	k := sh.levelOf(t.at)
 	shift := k * sh.bits
@@ -100,11 +133,22 @@ func (sh *shard) place(t *timer) (event uint64) {
 			slots:    make([]slot, sh.mask+1),
 			occupied: make([]uint64, (sh.mask+64)/64),
 		}
+		if k == 0 {
+			lv.earliest = make([]uint64, sh.mask+1)
+			for i := range lv.earliest {
+				lv.earliest[i] = never
+			}
+		}
 		sh.levels[k] = lv
 	}
 	lv.slots[s].push(t)
 	lv.occupied[s/64] |= 1 << (s % 64)
-	return t.at >> shift << shift
+	if k == 0 {
+		x := sh.exact(t)
+		lv.earliest[s] = min(lv.earliest[s], x)
+		return x
+	}
+	return sh.time(t.at >> shift << shift)
 }
 
 // remove takes the pending timer t out of its slot in O(1) and drops its
@@ -117,39 +161,81 @@ func (sh *shard) remove(t *timer) {
 	lv.slots[s].remove(t)
 	if lv.slots[s].len() == 0 {
 		lv.occupied[s/64] &^= 1 << (s % 64)
+		if k == 0 {
+			lv.earliest[s] = never
+		}
 	}
 	t.f = nil
 	sh.count.Add(-1)
 }
 
-// advance moves the shard to tick now: it fires every timer due at or
-// before now, appending its func to due, and recomputes next.
+// advance moves the shard to time now (in nanoseconds): it fires every
+// timer whose tick has started by now, and then every timer of the next
+// level-0 slot whose exact deadline has passed, appending their funcs to
+// due, and recomputes next.
 func (sh *shard) advance(now uint64, due []func()) []func() {
-	if now <= sh.cur {
-		return due
-	}
+	tick := now / sh.tick
 	if sh.next.Load() > now {
-		// next is a lower bound: nothing happens before now.
-		sh.cur = now
+		// next is a lower bound: nothing happens before now, and the
+		// tick of every slot's span start or timer is after it.
+		sh.cur = max(sh.cur, tick)
 		return due
 	}
 	for {
-		e := sh.nextEvent()
-		if e > now || e == never {
-			sh.next.Store(e)
+		e, _ := sh.nextEvent()
+		if e > tick || e == never {
 			break
 		}
 		sh.cur = e
 		due = sh.expire(due)
 	}
-	sh.cur = now
+	sh.cur = max(sh.cur, tick)
+	due = sh.early(now, due)
+	_, at := sh.nextEvent()
+	sh.next.Store(at)
 	return due
 }
 
-// nextEvent returns the first tick after cur at which a slot's span starts
-// on some level and the slot holds timers, or never.
-func (sh *shard) nextEvent() uint64 {
-	e := uint64(never)
+// early fires the timers of the first level-0 slot, whose tick has not
+// started, that are due by now. No later slot has one.
+func (sh *shard) early(now uint64, due []func()) []func() {
+	lv := sh.levels[0]
+	if lv == nil {
+		return due
+	}
+	s, ok := lv.firstAfter(sh.cur & sh.mask)
+	if !ok || lv.earliest[s] > now {
+		return due
+	}
+	sl := &lv.slots[s]
+	earliest := uint64(never)
+	j := 0
+	for i := sl.lo; i < len(sl.items); i++ {
+		t := sl.items[i]
+		sl.items[i] = nil
+		if x := sh.exact(t); x > now {
+			sl.items[j], t.pos = t, sl.base+uint32(j)
+			j++
+			earliest = min(earliest, x)
+			continue
+		}
+		due = sh.fire(t, due)
+	}
+	sl.items, sl.lo = sl.items[:j], 0
+	lv.earliest[s] = earliest
+	if j == 0 {
+		lv.occupied[s/64] &^= 1 << (s % 64)
+	}
+	return due
+}
+
+// nextEvent returns the shard's next event: the first tick after cur at
+// which a slot's span starts on some level and the slot holds timers, or
+// never; and the time at which the shard must look at it, which is
+// earlier if the event is a level-0 slot whose earliest exact deadline is
+// before its tick.
+func (sh *shard) nextEvent() (tick, at uint64) {
+	tick, at = never, never
 	for k, lv := range sh.levels {
 		if lv == nil {
 			continue
@@ -161,11 +247,15 @@ func (sh *shard) nextEvent() uint64 {
 			continue
 		}
 		// Same digits as cur above k, digit s at k, zeros below.
-		if t := (sh.cur>>shift&^sh.mask | s) << shift; t < e {
-			e = t
+		e := (sh.cur>>shift&^sh.mask | s) << shift
+		tick = min(tick, e)
+		if k == 0 {
+			at = min(at, lv.earliest[s])
+		} else {
+			at = min(at, sh.time(e))
 		}
 	}
-	return e
+	return tick, at
 }
 
 // firstAfter returns the first occupied slot after slot d.
@@ -214,6 +304,7 @@ func (sh *shard) expire(due []func()) []func() {
 	}
 	if lv := sh.levels[0]; lv != nil {
 		s := sh.cur & sh.mask
+		lv.earliest[s] = never
 		items := lv.take(s)
 		for i, t := range items {
 			items[i] = nil

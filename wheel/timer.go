@@ -5,13 +5,14 @@ package wheel
 // wheel refers to it from one slot, so Stop frees everything at once except
 // the 32 bytes the caller's own reference keeps.
 //
-// sh never changes. f, at and pos are guarded by sh.mu; at is written once,
-// before the timer is placed.
+// sh never changes. f, at, off and pos are guarded by sh.mu; at and off are
+// written before the timer is placed.
 type timer struct {
 	f   func() // the callback while the timer is pending; nil once it has fired or was stopped or dropped
 	sh  *shard // the shard that holds it; nil for a timer that fired in AfterFunc
-	at  uint64 // the tick at which it is due, counted from the Wheel's start
+	at  uint64 // its deadline rounded up to a tick, counted in ticks from the Wheel's start
 	pos uint32 // its position in its slot (see slot)
+	off uint32 // its exact deadline is at ticks less off units (see shard.exact)
 }
 
 // fired is the Timer AfterFunc returns for a callback it started at once.

@@ -24,7 +24,7 @@ type Wheel struct {
 	hint   sync.Pool // a *shard per processor, so goroutines on different processors mostly use different shards
 	rr     atomic.Uint32
 
-	// wakeAt is the tick the wheel's goroutine sleeps until, or never
+	// wakeAt is the time the wheel's goroutine sleeps until, or never
 	// while it is scanning the shards or has nothing to wait for. The
 	// goroutine sets it to never before a scan and lowers it to what it
 	// found after; AfterFunc lowers it when it brings a shard's next event
@@ -68,7 +68,7 @@ func New(opts ...Option) *Wheel {
 		run:    newRunners(),
 	}
 	for i := range w.shards {
-		w.shards[i] = newShard(o.slotBits())
+		w.shards[i] = newShard(o.slotBits(), uint64(o.tick))
 	}
 	w.hint.New = func() any {
 		return w.shards[int(w.rr.Add(1))%len(w.shards)]
@@ -100,10 +100,10 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 		go f()
 		return fired
 	}
-	at := w.deadline(d)
 	sh := w.hint.Get().(*shard)
 	defer w.hint.Put(sh)
-	t := &timer{f: f, sh: sh, at: at}
+	t := &timer{f: f, sh: sh}
+	t.at, t.off = w.deadline(d, sh.unit)
 	sh.mu.Lock()
 	if sh.stopped {
 		sh.mu.Unlock()
@@ -121,25 +121,28 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	return t
 }
 
-// deadline returns the first tick that starts at or after now + d. The
+// deadline returns the first tick that starts at or after now + d, and
+// how many units of unit nanoseconds before that tick now + d is (rounded
+// down, so that the deadline this gives back is never early). The
 // monotonic clock is read here, not cached: a cached reading would make
 // timers early.
-func (w *Wheel) deadline(d time.Duration) uint64 {
-	end := uint64(time.Since(w.start)) + uint64(max(d, 0)) // < 2^64: each term < 2^63
+func (w *Wheel) deadline(d time.Duration, unit uint64) (at uint64, off uint32) {
+	end := w.now() + uint64(max(d, 0)) // < 2^64: each term < 2^63
 	tick := uint64(w.tick)
-	at := end / tick
-	if end%tick != 0 {
+	at = end / tick
+	if r := end % tick; r != 0 {
 		at++
+		off = uint32((tick - r) / unit) // < 2^32: see offUnit
 	}
-	return at
+	return at, off
 }
 
-// now returns the current tick: the last one that has started.
+// now returns the time since the wheel started, in nanoseconds.
 func (w *Wheel) now() uint64 {
-	return uint64(time.Since(w.start)) / uint64(w.tick)
+	return uint64(time.Since(w.start))
 }
 
-// wake makes sure the goroutine wakes by tick e: it lowers wakeAt to e and,
+// wake makes sure the goroutine wakes by time e: it lowers wakeAt to e and,
 // if it did, kicks the goroutine out of its sleep.
 func (w *Wheel) wake(e uint64) {
 	if w.lower(e) {
@@ -274,12 +277,12 @@ func (w *Wheel) loop() {
 // collected due callbacks and before it dispatches them.
 var testHookDispatch func()
 
-// until returns how long from now tick at starts.
+// until returns how long from now time at is.
 func (w *Wheel) until(at uint64) time.Duration {
-	if at > uint64(math.MaxInt64)/uint64(w.tick) {
+	if at > math.MaxInt64 {
 		return math.MaxInt64
 	}
-	return time.Duration(at)*w.tick - time.Since(w.start)
+	return time.Duration(at) - time.Since(w.start)
 }
 
 // dispatch starts the callbacks in due and reports whether the goroutine

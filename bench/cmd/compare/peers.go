@@ -29,12 +29,15 @@ var impls = map[string]func(tick time.Duration) scheduler{
 	},
 	"go-zero": newGoZero,
 	// Variants of the wheel that decided its design (see wheel/doc.go):
-	// callbacks on the wheel's goroutine, and callbacks handed to a
-	// fixed pool of workers instead of a goroutine each.
+	// callbacks on the wheel's goroutine (inline), a goroutine per
+	// callback (go), a fixed pool of 8 workers (pool), one shard.
 	"wheel-inline": func(tick time.Duration) scheduler {
 		return wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithInlineCallbacks())}
 	},
 	"wheel-pool": newWheelPool,
+	"wheel-go": func(tick time.Duration) scheduler {
+		return wheelGo{wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithInlineCallbacks())}}
+	},
 	"wheel-1shard": func(tick time.Duration) scheduler {
 		return wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithShards(1))}
 	},
@@ -127,4 +130,11 @@ func (t goZeroTimer) Stop() bool {
 		return false
 	}
 	return t.tw.RemoveTimer(t.key) == nil
+}
+
+// wheelGo starts a goroutine per callback, as time.AfterFunc does.
+type wheelGo struct{ wheelScheduler }
+
+func (w wheelGo) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	return w.wheelScheduler.AfterFunc(max(d, 1), func() { go f() })
 }
