@@ -37,10 +37,10 @@ func main() {
 		childImpl = flag.String("impl", "", "internal: the implementation for -child")
 	)
 	flag.Parse()
-	c := config{N: *n, Ring: 100_000, Steady: time.Second, Late: 20_000, Idle: 3 * time.Second, Tick: time.Millisecond}
+	c := config{N: *n, Ring: 100_000, Steady: time.Second, Late: 20_000, Idle: 3 * time.Second, Hold: 2 * time.Second, Tick: time.Millisecond}
 	if *smoke {
 		*runs = 1
-		c = config{N: 20_000, Ring: 10_000, Steady: 100 * time.Millisecond, Late: 1_000, Idle: 300 * time.Millisecond, Tick: time.Millisecond}
+		c = config{N: 20_000, Ring: 10_000, Steady: 100 * time.Millisecond, Late: 1_000, Idle: 300 * time.Millisecond, Hold: 200 * time.Millisecond, Tick: time.Millisecond}
 	}
 	if *child != "" {
 		runChild(*child, *childImpl, c)

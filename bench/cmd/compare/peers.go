@@ -35,6 +35,7 @@ var impls = map[string]func(tick time.Duration) scheduler{
 		return wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithInlineCallbacks())}
 	},
 	"wheel-pool": newWheelPool,
+	"rounds":     newRounds,
 	"wheel-go": func(tick time.Duration) scheduler {
 		return wheelGo{wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithInlineCallbacks())}}
 	},

@@ -50,6 +50,8 @@ func rows(c config) []row {
 			func(v, _ float64) bool { return v == 0 }},
 		{"idle, one timer 1 h away: CPU µs per s", "idle.cpu_us_per_s", "%.0f", "no ticking",
 			func(v, _ float64) bool { return v < 1000 }},
+		{"hold " + k(c.N) + " timers U[1min,2min), none due: CPU ms per s", "hold.cpu_ms_per_s", "%.1f", "",
+			nil},
 	}
 }
 

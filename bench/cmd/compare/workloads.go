@@ -28,6 +28,7 @@ type config struct {
 	Steady time.Duration // how long each steady workload runs
 	Late   int           // timers in the lateness workload
 	Idle   time.Duration // how long the idle workload sleeps
+	Hold   time.Duration // how long the hold workload holds its timers
 	Tick   time.Duration // the wheels' resolution
 }
 
@@ -38,6 +39,7 @@ var workloads = []workload{
 	{"burst", burst},
 	{"lateness", lateness},
 	{"idle", idle},
+	{"hold", hold},
 }
 
 func nop() {}
@@ -229,4 +231,27 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// hold keeps N timers with delays in [1 min, 2 min) pending, none due
+// during the measurement, and measures the CPU the process uses to hold
+// them: milliseconds of CPU per second of wall time. It shows what a
+// wheel's bookkeeping costs: rounds visit every timer once per revolution,
+// levels move each timer at most once per level.
+func hold(newS func() scheduler, c config) result {
+	ds := uniform(rand.New(rand.NewPCG(5, 5)), c.N, time.Minute, 2*time.Minute)
+	s := newS()
+	defer s.Close()
+	timers := make([]circulation.Timer, c.N)
+	for i, d := range ds {
+		timers[i] = s.AfterFunc(d, nop)
+	}
+	runtime.GC()
+	cpu0, start := cpuTime(), time.Now()
+	time.Sleep(c.Hold)
+	cpu, wall := cpuTime()-cpu0, time.Since(start)
+	for _, t := range timers {
+		t.Stop()
+	}
+	return result{"cpu_ms_per_s": float64(cpu.Microseconds()) / 1e3 / wall.Seconds()}
 }
