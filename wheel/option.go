@@ -22,14 +22,15 @@ type options struct {
 
 // Defaults, decided by the measurements in doc.go.
 const (
-	// DefaultTick is the resolution of a Wheel made without WithTick: a
-	// callback runs at most about one tick after its deadline.
+	// DefaultTick is the width of the slots of a Wheel made without
+	// WithTick.
 	DefaultTick = time.Millisecond
 
 	// DefaultSlots is the number of slots per level of a Wheel made
-	// without WithSlots. With DefaultTick the first level spans 512 ms and
-	// the second 4.4 minutes, so delays up to minutes move at most once
-	// before they fire.
+	// without WithSlots. With DefaultTick the first level spans 512 ms, the
+	// second 4.4 minutes and the third 37 hours: a timeout of up to a few
+	// minutes moves down once before it fires, and a level's occupancy
+	// bitmap is 8 words.
 	DefaultSlots = 512
 
 	// maxSlots bounds WithSlots: a level's bitmap is scanned linearly.
@@ -76,9 +77,15 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithTick sets the wheel's resolution: deadlines are rounded up to a whole
-// tick, so a callback runs at most about one tick late and never early.
-// The default is DefaultTick. New panics if d is not positive.
+// WithTick sets the width of the wheel's slots. Deadlines are kept
+// exactly, to the nanosecond: the tick only sets how finely the wheel
+// sorts them. A callback runs once its deadline has passed and the wheel's
+// goroutine has woken, never earlier; only a timer whose deadline falls in
+// a tick that starts the span of a slot above level 0 (one tick in
+// 512 with the default slots) waits for the end of that tick, so no
+// callback runs more than about a tick late. A shorter tick makes the
+// levels span less time, so long timers move down more often. The default
+// is DefaultTick. New panics if d is not positive.
 func WithTick(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.tick = d })
 }
@@ -102,12 +109,13 @@ func WithShards(n int) Option {
 }
 
 // WithInlineCallbacks makes the wheel run callbacks on its own goroutine,
-// one after another, instead of giving each its own goroutine. It saves
-// the goroutine start (about a third of the cost of a fire) but a callback
-// that blocks delays every timer behind it: use it only for callbacks that
-// return within a fraction of a tick, such as a non-blocking channel send.
-// A Trigger runs its whole task in the callback: never bind one to an
-// inline wheel.
+// one after another in the order they fell due (within a shard), instead
+// of handing them to its runners. It saves a goroutine hand-off, which
+// the runners make cheap already (see doc.go), and a callback that blocks
+// delays every timer behind it: use it only for callbacks that return
+// within a fraction of a tick, such as a non-blocking channel send. A
+// Trigger runs its whole task in the callback: never bind one to an inline
+// wheel.
 func WithInlineCallbacks() Option {
 	return optionFunc(func(o *options) { o.inline = true })
 }

@@ -30,9 +30,9 @@ const never = math.MaxUint64
 // passed and the wheel's goroutine has woken, as a runtime timer would,
 // rather than at the next tick.
 //
-// All fields are guarded by mu, except that next and count, written under
-// mu, are also read without it: next by the wheel's goroutine, to skip a
-// shard with nothing due without taking its lock, and count by Len.
+// All fields are guarded by mu, except that next, written under mu, is also
+// read without it by the wheel's goroutine, to skip a shard with nothing
+// due without taking its lock.
 type shard struct {
 	mu      sync.Mutex
 	cur     uint64        // every timer due at or before cur has fired; only advance moves it
@@ -44,7 +44,7 @@ type shard struct {
 	tick    uint64        // nanoseconds per tick
 	unit    uint64        // nanoseconds per unit of timer.off
 	stopped bool          // set by Wheel.Stop: the shard accepts no timer
-	count   atomic.Int64
+	count   int           // pending timers
 
 	_ [64]byte // keep neighbouring shards' locks on different cache lines
 }
@@ -112,7 +112,7 @@ func (sh *shard) add(t *timer, startDue bool) (event uint64, sooner, due bool) {
 		t.at, t.off = sh.cur+1, 0
 	}
 	event = sh.place(t)
-	sh.count.Add(1)
+	sh.count++
 	if event < sh.next.Load() {
 		sh.next.Store(event)
 		return event, true, false
@@ -166,7 +166,7 @@ func (sh *shard) remove(t *timer) {
 		}
 	}
 	t.f = nil
-	sh.count.Add(-1)
+	sh.count--
 }
 
 // advance moves the shard to time now (in nanoseconds): it fires every
@@ -319,7 +319,7 @@ func (sh *shard) expire(due []func()) []func() {
 func (sh *shard) fire(t *timer, due []func()) []func() {
 	due = append(due, t.f)
 	t.f = nil
-	sh.count.Add(-1)
+	sh.count--
 	return due
 }
 
@@ -346,7 +346,7 @@ func (sh *shard) drop() int {
 		}
 		sh.levels[k] = nil
 	}
-	sh.count.Store(0)
+	sh.count = 0
 	sh.next.Store(never)
 	return n
 }

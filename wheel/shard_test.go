@@ -108,8 +108,8 @@ func TestShardAgainstModel(t *testing.T) {
 						t.Fatalf("step %d: cur=%d after advance to tick %d", step, sh.cur, nowTick)
 					}
 				}
-				if int(sh.count.Load()) != len(pending) {
-					t.Fatalf("step %d: count=%d, %d pending", step, sh.count.Load(), len(pending))
+				if sh.count != len(pending) {
+					t.Fatalf("step %d: count=%d, %d pending", step, sh.count, len(pending))
 				}
 				for tm := range pending {
 					if must := tm.at * tick; sh.next.Load() > must {

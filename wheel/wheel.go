@@ -78,17 +78,19 @@ func New(opts ...Option) *Wheel {
 	return w
 }
 
-// AfterFunc arranges for f to be called once, in its own goroutine, after
-// at least d has elapsed since the call, and returns a Timer whose Stop
-// cancels the call. The call is never early and, unless the machine is
-// overloaded, late by at most about one tick. A d of zero or less calls f
-// at once, in its own goroutine.
+// AfterFunc arranges for f to be called once, on a goroutine of its own
+// (see runners in doc.go), after at least d has elapsed since the call, and
+// returns a Timer whose Stop cancels the call. f is never called early,
+// and late only by the time the wheel's goroutine takes to wake (as a
+// runtime timer would) or, for a timer whose deadline falls in a tick that
+// starts the span of a slot above level 0, by up to one tick. A d of zero
+// or less starts f at once, on a goroutine of its own.
 //
-// With WithInlineCallbacks, f runs on the wheel's goroutine instead, one
-// tick later at the earliest even for a d of zero or less.
+// With WithInlineCallbacks, f runs on the wheel's goroutine instead, and a
+// d of zero or less waits for the next tick.
 //
-// AfterFunc takes O(1) time and allocates 32 bytes. It panics if f is nil
-// or the Wheel was stopped.
+// AfterFunc takes O(1) time and allocates one 32-byte timer. It panics if f
+// is nil or the Wheel was stopped.
 func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	if f == nil {
 		panic("wheel: AfterFunc with nil func")
@@ -167,19 +169,24 @@ func (w *Wheel) lower(e uint64) bool {
 }
 
 // Len returns the number of timers pending now: armed, and neither fired,
-// stopped nor dropped.
+// stopped nor dropped. It takes each shard's lock in turn, so under
+// concurrent use the count is a sum of snapshots.
 func (w *Wheel) Len() int {
-	n := int64(0)
+	n := 0
 	for _, sh := range w.shards {
-		n += sh.count.Load()
+		sh.mu.Lock()
+		n += sh.count
+		sh.mu.Unlock()
 	}
-	return int(n)
+	return n
 }
 
 // Stop stops the wheel and returns the number of pending timers it
-// dropped. After Stop returns no callback starts, the wheel's goroutine
-// has exited, and AfterFunc panics. Stop does not wait for callbacks that
-// have started to complete. Later calls do nothing and return 0.
+// dropped. When Stop returns, every callback that fell due before it has
+// been handed to a goroutine, none will start afterwards, the wheel's
+// goroutine has done its last work, and AfterFunc panics. Stop does not
+// wait for callbacks that have started to complete. Later calls do nothing
+// and return 0.
 //
 // With WithInlineCallbacks, Stop called while the wheel's goroutine runs an
 // inline callback (for example from inside it) returns without waiting:

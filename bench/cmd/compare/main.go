@@ -10,7 +10,8 @@
 //
 //	go run ./cmd/compare              # full: 1M timers, 5 runs (a few minutes)
 //	go run ./cmd/compare -smoke       # CI: small N, 1 run (a few seconds)
-//	go run ./cmd/compare -impls std,wheel,wheel-pool,wheel-inline -workloads burst
+//	go run ./cmd/compare -clock cpu     # ns/op and ops/s by CPU time, for a busy machine
+//	go run ./cmd/compare -impls std,wheel,wheel-go,wheel-pool,wheel-inline -workloads burst
 package main
 
 import (
@@ -35,6 +36,7 @@ func main() {
 		workList  = flag.String("workloads", "", "workloads, comma-separated (default all)")
 		child     = flag.String("child", "", "internal: run one workload on one implementation and print JSON")
 		childImpl = flag.String("impl", "", "internal: the implementation for -child")
+		clock     = flag.String("clock", "wall", "time ns/op and ops/s by the wall clock (wall) or by the process's CPU time (cpu)")
 	)
 	flag.Parse()
 	c := config{N: *n, Ring: 100_000, Steady: time.Second, Late: 20_000, Idle: 3 * time.Second, Hold: 2 * time.Second, Tick: time.Millisecond}
@@ -47,6 +49,9 @@ func main() {
 		return
 	}
 
+	if *clock != "wall" && *clock != "cpu" {
+		fail("-clock %q: want wall or cpu", *clock)
+	}
 	impls := strings.Split(*implList, ",")
 	works := workloads
 	if *workList != "" {
@@ -81,7 +86,7 @@ func main() {
 	}
 	fmt.Printf("Medians of %d runs, each figure from a fresh process; N = %d; GOMAXPROCS = %s; load average %s → %s.\n\n",
 		*runs, c.N, gomaxprocs(), load0, loadavg())
-	printTable(os.Stdout, impls, results, c)
+	printTable(os.Stdout, impls, results, c, *clock == "cpu")
 }
 
 func names() []string {

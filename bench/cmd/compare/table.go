@@ -18,6 +18,25 @@ type row struct {
 	met func(v, ratio float64) bool
 }
 
+// cpuRows replaces the wall-clock rows of rows when compare runs with
+// -clock cpu: the same loops timed by the process's CPU time, which other
+// work on the machine does not inflate. For two goroutines, ops per CPU
+// second close to one goroutine's means they do not contend: with two
+// free processors they would scale.
+func cpuRows(rs []row) []row {
+	for i, r := range rs {
+		switch r.key {
+		case "schedule.schedule_ns", "schedule.cancel_ns":
+			rs[i].key = strings.Replace(r.key, "_ns", "_cpu_ns", 1)
+			rs[i].label = strings.Replace(r.label, "ns/op", "CPU ns/op", 1)
+		case "steady1.ops_per_s", "steady2.ops_per_s":
+			rs[i].key = strings.Replace(r.key, "ops_per_s", "ops_per_cpu_s", 1)
+			rs[i].label = strings.Replace(r.label, "ops/s", "ops per CPU s", 1)
+		}
+	}
+	return rs
+}
+
 func rows(c config) []row {
 	k := func(n int) string {
 		if n%(1<<20) == 0 {
@@ -57,10 +76,14 @@ func rows(c config) []row {
 
 // printTable writes the medians as a markdown table, one column per
 // implementation, with each figure's ratio to std's.
-func printTable(w io.Writer, impls []string, results map[string]map[string][]float64, c config) {
+func printTable(w io.Writer, impls []string, results map[string]map[string][]float64, c config, cpu bool) {
 	fmt.Fprintf(w, "| workload | %s | goal for wheel |\n", strings.Join(impls, " | "))
 	fmt.Fprintf(w, "| --- |%s --- |\n", strings.Repeat(" ---: |", len(impls)))
-	for _, r := range rows(c) {
+	rs := rows(c)
+	if cpu {
+		rs = cpuRows(rs)
+	}
+	for _, r := range rs {
 		if _, ok := results[impls[0]][r.key]; !ok {
 			continue
 		}

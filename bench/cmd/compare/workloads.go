@@ -69,22 +69,25 @@ func scheduleCancel(newS func() scheduler, c config) result {
 	s := newS()
 	defer s.Close()
 	h0 := heapBytes()
-	start := time.Now()
+	cpu0, start := cpuTime(), time.Now()
 	for i, d := range ds {
 		timers[i] = s.AfterFunc(d, nop)
 	}
-	schedule := time.Since(start)
+	schedule, scheduleCPU := time.Since(start), cpuTime()-cpu0
 	h1 := heapBytes()
 	runtime.KeepAlive(ds) // or its free would count against the timers
-	start = time.Now()
+	cpu0, start = cpuTime(), time.Now()
 	for _, t := range timers {
 		t.Stop()
 	}
-	cancel := time.Since(start)
+	cancel, cancelCPU := time.Since(start), cpuTime()-cpu0
+	n := float64(c.N)
 	return result{
-		"schedule_ns": float64(schedule) / float64(c.N),
-		"heap_bytes":  float64(h1-h0) / float64(c.N),
-		"cancel_ns":   float64(cancel) / float64(c.N),
+		"schedule_ns":     float64(schedule) / n,
+		"schedule_cpu_ns": float64(scheduleCPU) / n,
+		"heap_bytes":      float64(h1-h0) / n,
+		"cancel_ns":       float64(cancel) / n,
+		"cancel_cpu_ns":   float64(cancelCPU) / n,
 	}
 }
 
@@ -130,12 +133,16 @@ func steady(newS func() scheduler, c config, g int) result {
 	}
 	ready.Wait()
 	runtime.GC()
-	start := time.Now()
+	cpu0, start := cpuTime(), time.Now()
 	close(startC)
 	time.Sleep(c.Steady)
 	stop.Store(true)
 	done.Wait()
-	return result{"ops_per_s": float64(ops.Load()) / time.Since(start).Seconds()}
+	cpu, wall := cpuTime()-cpu0, time.Since(start)
+	return result{
+		"ops_per_s":     float64(ops.Load()) / wall.Seconds(),
+		"ops_per_cpu_s": float64(ops.Load()) / cpu.Seconds(),
+	}
 }
 
 // burst arms N timers due within 1 s (delays in [0, 1 s)) and waits until
