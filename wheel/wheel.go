@@ -2,6 +2,7 @@ package wheel
 
 import (
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,12 +18,13 @@ import (
 // methods and the Timers it returns are safe for concurrent use. A Wheel
 // owns one goroutine from New until Stop: call Stop when done with it.
 type Wheel struct {
-	start  time.Time     // tick 0; ticks are counted on its monotonic clock
-	tick   time.Duration // as set by WithTick
-	inline bool          // as set by WithInlineCallbacks
-	shards []*shard
-	hint   sync.Pool // a *shard per processor, so goroutines on different processors mostly use different shards
-	rr     atomic.Uint32
+	start   time.Time     // tick 0; ticks are counted on its monotonic clock
+	tick    time.Duration // as set by WithTick
+	perTick divisor       // divides by tick
+	inline  bool          // as set by WithInlineCallbacks
+	shards  []*shard
+	hint    sync.Pool // a *shard per processor, so goroutines on different processors mostly use different shards
+	rr      atomic.Uint32
 
 	// wakeAt is the time the wheel's goroutine sleeps until, or never
 	// while it is scanning the shards or has nothing to wait for. The
@@ -58,14 +60,15 @@ func New(opts ...Option) *Wheel {
 	}
 	o.validate()
 	w := &Wheel{
-		start:  time.Now(),
-		tick:   o.tick,
-		inline: o.inline,
-		shards: make([]*shard, o.shards),
-		kick:   make(chan struct{}, 1),
-		quit:   make(chan struct{}),
-		exited: make(chan struct{}),
-		run:    newRunners(),
+		start:   time.Now(),
+		tick:    o.tick,
+		perTick: newDivisor(uint64(o.tick)),
+		inline:  o.inline,
+		shards:  make([]*shard, o.shards),
+		kick:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		exited:  make(chan struct{}),
+		run:     newRunners(),
 	}
 	for i := range w.shards {
 		w.shards[i] = newShard(o.slotBits(), uint64(o.tick))
@@ -130,13 +133,36 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 // timers early.
 func (w *Wheel) deadline(d time.Duration, unit uint64) (at uint64, off uint32) {
 	end := w.now() + uint64(max(d, 0)) // < 2^64: each term < 2^63
-	tick := uint64(w.tick)
-	at = end / tick
-	if r := end % tick; r != 0 {
+	at, r := w.perTick.div(end)
+	if r != 0 {
 		at++
-		off = uint32((tick - r) / unit) // < 2^32: see offUnit
+		if gap := uint64(w.tick) - r; unit == 1 {
+			off = uint32(gap) // < 2^32: see offUnit
+		} else {
+			off = uint32(gap / unit)
+		}
 	}
 	return at, off
+}
+
+// A divisor divides by a fixed d with a multiplication instead of a
+// division instruction, which costs as much as the rest of AfterFunc.
+type divisor struct {
+	d, inv uint64 // inv = floor((2^64-1)/d)
+}
+
+func newDivisor(d uint64) divisor { return divisor{d, math.MaxUint64 / d} }
+
+// div returns n/d and n%d. The estimate n*inv/2^64 is at most 2 below n/d,
+// since inv is less than 2^64/d by at most 1 + 1/d and n < 2^64.
+func (v divisor) div(n uint64) (q, r uint64) {
+	q, _ = bits.Mul64(n, v.inv)
+	r = n - q*v.d
+	for r >= v.d {
+		q++
+		r -= v.d
+	}
+	return q, r
 }
 
 // now returns the time since the wheel started, in nanoseconds.

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,7 @@ func main() {
 		child     = flag.String("child", "", "internal: run one workload on one implementation and print JSON")
 		childImpl = flag.String("impl", "", "internal: the implementation for -child")
 		clock     = flag.String("clock", "wall", "time ns/op and ops/s by the wall clock (wall) or by the process's CPU time (cpu)")
+		profile   = flag.String("cpuprofile", "", "with -child: write a CPU profile of the child to this file")
 	)
 	flag.Parse()
 	c := config{N: *n, Ring: 100_000, Steady: time.Second, Late: 20_000, Idle: 3 * time.Second, Hold: 2 * time.Second, Tick: time.Millisecond}
@@ -45,6 +47,16 @@ func main() {
 		c = config{N: 20_000, Ring: 10_000, Steady: 100 * time.Millisecond, Late: 1_000, Idle: 300 * time.Millisecond, Hold: 200 * time.Millisecond, Tick: time.Millisecond}
 	}
 	if *child != "" {
+		if *profile != "" {
+			f, err := os.Create(*profile)
+			if err != nil {
+				fail("%v", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fail("%v", err)
+			}
+			defer pprof.StopCPUProfile()
+		}
 		runChild(*child, *childImpl, c)
 		return
 	}
