@@ -45,6 +45,21 @@ func delays(n int) []time.Duration {
 
 func nop() {}
 
+// armAll arms a timer for each delay, with a callback that does nothing.
+func armAll(sched circulation.Scheduler, ds []time.Duration) []circulation.Timer {
+	timers := make([]circulation.Timer, 0, len(ds))
+	for _, d := range ds {
+		timers = append(timers, sched.AfterFunc(d, nop))
+	}
+	return timers
+}
+
+func stopAll(timers []circulation.Timer) {
+	for _, t := range timers {
+		t.Stop()
+	}
+}
+
 // BenchmarkAfterFunc arms timers with delays in [1 s, 60 s) while 1M are
 // pending.
 func BenchmarkAfterFunc(b *testing.B) {
@@ -53,20 +68,15 @@ func BenchmarkAfterFunc(b *testing.B) {
 			sched, stop := s.new()
 			defer stop()
 			ds := delays(pending + b.N)
-			timers := make([]circulation.Timer, 0, pending+b.N)
-			for _, d := range ds[:pending] {
-				timers = append(timers, sched.AfterFunc(d, nop))
-			}
+			timers := armAll(sched, ds[:pending])
 			b.ReportAllocs()
 			runtime.GC()
 			b.ResetTimer()
-			for i := range b.N {
-				timers = append(timers, sched.AfterFunc(ds[pending+i], nop))
+			for _, d := range ds[pending:] {
+				timers = append(timers, sched.AfterFunc(d, nop))
 			}
 			b.StopTimer()
-			for _, t := range timers {
-				t.Stop()
-			}
+			stopAll(timers)
 		})
 	}
 }
@@ -78,22 +88,43 @@ func BenchmarkStop(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			sched, stop := s.new()
 			defer stop()
-			ds := delays(pending + b.N)
-			timers := make([]circulation.Timer, 0, pending+b.N)
-			for _, d := range ds {
-				timers = append(timers, sched.AfterFunc(d, nop))
-			}
+			timers := armAll(sched, delays(pending+b.N))
 			b.ReportAllocs()
 			runtime.GC()
 			b.ResetTimer()
-			for _, t := range timers[:b.N] {
-				t.Stop()
-			}
+			stopAll(timers[:b.N])
 			b.StopTimer()
-			for _, t := range timers[b.N:] {
-				t.Stop()
-			}
+			stopAll(timers[b.N:])
 		})
+	}
+}
+
+// A ring is one goroutine's share of a server's timeouts: n pending timers,
+// of which each step stops the oldest and arms a new one.
+type ring struct {
+	sched  circulation.Scheduler
+	rng    *rand.Rand
+	timers []circulation.Timer
+	i      int
+}
+
+func newRing(sched circulation.Scheduler, n int, seed uint64) *ring {
+	r := &ring{sched: sched, rng: rand.New(rand.NewPCG(seed, 3)), timers: make([]circulation.Timer, n)}
+	for i := range r.timers {
+		r.timers[i] = sched.AfterFunc(r.delay(), nop)
+	}
+	return r
+}
+
+func (r *ring) delay() time.Duration {
+	return time.Second + time.Duration(r.rng.Int64N(int64(59*time.Second)))
+}
+
+func (r *ring) step() {
+	r.timers[r.i].Stop()
+	r.timers[r.i] = r.sched.AfterFunc(r.delay(), nop)
+	if r.i++; r.i == len(r.timers) {
+		r.i = 0
 	}
 }
 
@@ -104,8 +135,15 @@ func BenchmarkSteady(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			sched, stop := s.new()
 			defer stop()
+			r := newRing(sched, 100_000, 4)
 			b.ReportAllocs()
-			steady(b, sched, 100_000)
+			runtime.GC()
+			b.ResetTimer()
+			for range b.N {
+				r.step()
+			}
+			b.StopTimer()
+			stopAll(r.timers)
 		})
 	}
 }
@@ -121,45 +159,12 @@ func BenchmarkSteadyParallel(b *testing.B) {
 			var seed atomic.Uint64
 			n := 100_000 / runtime.GOMAXPROCS(0)
 			b.RunParallel(func(pb *testing.PB) {
-				rng := rand.New(rand.NewPCG(seed.Add(1), 3))
-				ring := make([]circulation.Timer, n)
-				for i := range ring {
-					ring[i] = sched.AfterFunc(time.Second+time.Duration(rng.Int64N(int64(59*time.Second))), nop)
-				}
-				i := 0
+				r := newRing(sched, n, seed.Add(1))
 				for pb.Next() {
-					ring[i].Stop()
-					ring[i] = sched.AfterFunc(time.Second+time.Duration(rng.Int64N(int64(59*time.Second))), nop)
-					if i++; i == n {
-						i = 0
-					}
+					r.step()
 				}
-				for _, t := range ring {
-					t.Stop()
-				}
+				stopAll(r.timers)
 			})
 		})
-	}
-}
-
-func steady(b *testing.B, sched circulation.Scheduler, n int) {
-	rng := rand.New(rand.NewPCG(4, 5))
-	ring := make([]circulation.Timer, n)
-	for i := range ring {
-		ring[i] = sched.AfterFunc(time.Second+time.Duration(rng.Int64N(int64(59*time.Second))), nop)
-	}
-	runtime.GC()
-	b.ResetTimer()
-	i := 0
-	for range b.N {
-		ring[i].Stop()
-		ring[i] = sched.AfterFunc(time.Second+time.Duration(rng.Int64N(int64(59*time.Second))), nop)
-		if i++; i == n {
-			i = 0
-		}
-	}
-	b.StopTimer()
-	for _, t := range ring {
-		t.Stop()
 	}
 }

@@ -37,7 +37,7 @@ func main() {
 		workList  = flag.String("workloads", "", "workloads, comma-separated (default all)")
 		child     = flag.String("child", "", "internal: run one workload on one implementation and print JSON")
 		childImpl = flag.String("impl", "", "internal: the implementation for -child")
-		clock     = flag.String("clock", "wall", "time ns/op and ops/s by the wall clock (wall) or by the process's CPU time (cpu)")
+		clock     = flag.String("clock", "wall", "time ns/op and ops/s by the wall clock (wall), by the process's CPU time (cpu), or print both tables (both)")
 		profile   = flag.String("cpuprofile", "", "with -child: write a CPU profile of the child to this file")
 	)
 	flag.Parse()
@@ -61,8 +61,8 @@ func main() {
 		return
 	}
 
-	if *clock != "wall" && *clock != "cpu" {
-		fail("-clock %q: want wall or cpu", *clock)
+	if *clock != "wall" && *clock != "cpu" && *clock != "both" {
+		fail("-clock %q: want wall, cpu or both", *clock)
 	}
 	impls := strings.Split(*implList, ",")
 	works := workloads
@@ -98,7 +98,17 @@ func main() {
 	}
 	fmt.Printf("Medians of %d runs, each figure from a fresh process; N = %d; GOMAXPROCS = %s; load average %s → %s.\n\n",
 		*runs, c.N, gomaxprocs(), load0, loadavg())
-	printTable(os.Stdout, impls, results, c, *clock == "cpu")
+	if *clock != "cpu" {
+		printTable(os.Stdout, impls, results, c, false)
+	}
+	if *clock == "both" {
+		fmt.Println()
+		fmt.Println("The same runs, ns/op and ops/s timed by the process's CPU time:")
+		fmt.Println()
+	}
+	if *clock != "wall" {
+		printTable(os.Stdout, impls, results, c, true)
+	}
 }
 
 func names() []string {
