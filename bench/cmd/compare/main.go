@@ -98,8 +98,11 @@ func main() {
 	}
 	fmt.Printf("Medians of %d runs, each figure from a fresh process; N = %d; GOMAXPROCS = %s; load average %s → %s.\n\n",
 		*runs, c.N, gomaxprocs(), load0, loadavg())
+	if *smoke {
+		fmt.Print("Smoke run: sizes too small to judge the goals.\n\n")
+	}
 	if *clock != "cpu" {
-		printTable(os.Stdout, impls, results, c, false)
+		printTable(os.Stdout, impls, results, c, false, *smoke)
 	}
 	if *clock == "both" {
 		fmt.Println()
@@ -107,7 +110,7 @@ func main() {
 		fmt.Println()
 	}
 	if *clock != "wall" {
-		printTable(os.Stdout, impls, results, c, true)
+		printTable(os.Stdout, impls, results, c, true, *smoke)
 	}
 }
 

@@ -30,7 +30,8 @@ var impls = map[string]func(tick time.Duration) scheduler{
 	"go-zero": newGoZero,
 	// Variants of the wheel that decided its design (see wheel/doc.go):
 	// callbacks on the wheel's goroutine (inline), a goroutine per
-	// callback (go), a fixed pool of 8 workers (pool), one shard.
+	// callback (go), a fixed pool of 8 workers (pool), one shard, other
+	// numbers of slots per level.
 	"wheel-inline": func(tick time.Duration) scheduler {
 		return wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithInlineCallbacks())}
 	},
@@ -41,6 +42,12 @@ var impls = map[string]func(tick time.Duration) scheduler{
 	},
 	"wheel-1shard": func(tick time.Duration) scheduler {
 		return wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithShards(1))}
+	},
+	"wheel-64slots": func(tick time.Duration) scheduler {
+		return wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithSlots(64))}
+	},
+	"wheel-4096slots": func(tick time.Duration) scheduler {
+		return wheelScheduler{wheel.New(wheel.WithTick(tick), wheel.WithSlots(4096))}
 	},
 }
 

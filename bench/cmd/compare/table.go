@@ -75,8 +75,9 @@ func rows(c config) []row {
 }
 
 // printTable writes the medians as a markdown table, one column per
-// implementation, with each figure's ratio to std's.
-func printTable(w io.Writer, impls []string, results map[string]map[string][]float64, c config, cpu bool) {
+// implementation, with each figure's ratio to std's and whether wheel meets
+// its goal (not judged when smoke: the sizes are too small).
+func printTable(w io.Writer, impls []string, results map[string]map[string][]float64, c config, cpu, smoke bool) {
 	fmt.Fprintf(w, "| workload | %s | goal for wheel |\n", strings.Join(impls, " | "))
 	fmt.Fprintf(w, "| --- |%s --- |\n", strings.Repeat(" ---: |", len(impls)))
 	rs := rows(c)
@@ -103,7 +104,7 @@ func printTable(w io.Writer, impls []string, results map[string]map[string][]flo
 			cells = append(cells, cell)
 		}
 		goal := r.goal
-		if vs := results["wheel"][r.key]; len(vs) > 0 && r.met != nil {
+		if vs := results["wheel"][r.key]; len(vs) > 0 && r.met != nil && !smoke {
 			v := median(vs)
 			ratio := 0.0
 			if base > 0 {
