@@ -35,7 +35,7 @@ const never = math.MaxUint64
 // due without taking its lock.
 type shard struct {
 	mu      sync.Mutex
-	cur     uint64        // every timer due at or before cur has fired; only advance moves it
+	cur     uint64        // a tick: every timer whose tick (at) is cur or earlier has fired; only advance moves it
 	next    atomic.Uint64 // a lower bound on the time of the shard's next event (fire or move), or never
 	levels  []*level      // levels[k] spans slots<<(k*bits) ticks; nil until a timer needs it
 	bits    uint          // log2 of the number of slots per level
@@ -340,7 +340,7 @@ func (sh *shard) drop() int {
 		}
 		for i := range lv.slots {
 			for _, t := range lv.slots[i].take() {
-				t.f = nil
+				t.f, t.at = nil, dropped
 				n++
 			}
 		}

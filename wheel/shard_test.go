@@ -127,8 +127,8 @@ func TestShardAgainstModel(t *testing.T) {
 				t.Fatalf("drop returned %d, %d pending", n, len(pending))
 			}
 			for tm := range pending {
-				if tm.f != nil {
-					t.Fatal("drop left a timer pending")
+				if tm.f != nil || tm.at != dropped {
+					t.Fatal("drop left a timer pending or unmarked")
 				}
 			}
 		})

@@ -19,11 +19,14 @@ type timer struct {
 var fired = &timer{}
 
 // Stop prevents the timer's callback from running. It reports whether the
-// call stopped the timer: false if the callback has already been started,
-// or the timer was already stopped, or its Wheel was stopped. Stop does
-// not wait for the callback to complete. It takes O(1) time, holding the
-// lock of one shard, and the wheel keeps no reference to a stopped timer.
-// It is safe for concurrent use.
+// call stopped the timer: false if the callback has already been started
+// or the timer was already stopped. A timer that Wheel.Stop dropped counts
+// as stopped by the first Stop after the drop, which reports true: its
+// callback will never run, and an owner that accounts for its timers by
+// Stop's result (as a Trigger does) must learn so. Stop does not wait for
+// the callback to complete. It takes O(1) time, holding the lock of one
+// shard, and the wheel keeps no reference to a stopped timer. It is safe
+// for concurrent use.
 func (t *timer) Stop() bool {
 	sh := t.sh
 	if sh == nil {
@@ -32,8 +35,20 @@ func (t *timer) Stop() bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if t.f == nil {
+		if t.at == dropped {
+			t.at = claimed
+			return true
+		}
 		return false
 	}
 	sh.remove(t)
 	return true
 }
+
+// Values of at once a timer is not pending, where no pending timer's at
+// can be (a pending timer is due after tick 0): dropped by Wheel.Stop and
+// not yet stopped, then claimed by the first Stop.
+const (
+	dropped = 0
+	claimed = 1
+)

@@ -116,3 +116,18 @@ func TestTriggerStopLeavesNothing(t *testing.T) {
 		assert.EqualValues(t, 11, runs.Load())
 	})
 }
+
+// Stopping the wheel under a Trigger does not wedge the Trigger: the first
+// Stop of a dropped timer reports true (its callback will never run), so
+// the Trigger's Stop returns and the Trigger holds nothing.
+func TestTriggerStopAfterWheelStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := wheel.New()
+		tr := circulation.Bind(w, func(context.Context) (time.Duration, bool) { return 0, false })
+		tr.FireAfter(time.Hour)
+		require.Equal(t, 1, w.Stop())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		require.NoError(t, tr.Stop(ctx), "the Trigger waits for a timer the wheel dropped")
+	})
+}

@@ -11,12 +11,14 @@ import (
 )
 
 // A Wheel is a hashed hierarchical timing wheel: a circulation.Scheduler
-// that keeps millions of pending timers cheaply at a resolution of one
-// tick. See the package documentation for the design and its costs.
+// that keeps millions of pending timers cheaply. See the package
+// documentation for the design and its costs.
 //
 // A Wheel must be created with New; the zero value is not usable. Its
 // methods and the Timers it returns are safe for concurrent use. A Wheel
-// owns one goroutine from New until Stop: call Stop when done with it.
+// owns one goroutine from New until Stop: call Stop when done with it. A
+// Wheel created inside a testing/synctest bubble keeps its goroutine and
+// timers in the bubble and runs on the bubble's fake clock.
 type Wheel struct {
 	start   time.Time     // tick 0; ticks are counted on its monotonic clock
 	tick    time.Duration // as set by WithTick
@@ -242,9 +244,9 @@ func (w *Wheel) Stop() (dropped int) {
 	return dropped
 }
 
-// loop is the wheel's goroutine: it advances every shard to the current
-// tick, starts the callbacks that fell due, and sleeps until the next
-// shard event.
+// loop is the wheel's goroutine: it advances every shard that has an
+// event due to the current time, starts the callbacks that fell due, and
+// sleeps until the next shard event.
 func (w *Wheel) loop() {
 	defer close(w.exited)
 	sleep := time.NewTimer(time.Duration(math.MaxInt64))
@@ -259,10 +261,11 @@ func (w *Wheel) loop() {
 		now := w.now()
 		next := uint64(never)
 		for _, sh := range w.shards {
-			// A shard whose next event is later needs no lock: its cur
-			// stays behind, which costs a newly placed timer at most
-			// one more move. An AfterFunc that lowers next after this
-			// load lowers wakeAt too.
+			// A shard whose next event is later needs no lock. Its cur
+			// stays behind, so a timer placed meanwhile may sit a level
+			// higher than it would and move down once more. An
+			// AfterFunc that lowers next after this load lowers wakeAt
+			// too.
 			e := sh.next.Load()
 			if e <= now {
 				sh.mu.Lock()
