@@ -202,11 +202,12 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 // recycled shot can never be mistaken for its earlier incarnation (no ABA).
 func (t *Trigger) settle(sh *shot) {
 	for sh != nil {
+		v := sh.version // read while we own sh: once in the slot it may be killed and recycled
 		old := t.pending.Swap(sh)
 		if old == nil {
 			return
 		}
-		if !newer(old.version, sh.version) {
+		if !newer(old.version, v) {
 			t.kill(old)
 			return
 		}
