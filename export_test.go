@@ -16,3 +16,7 @@ func SkipVersions(t *Trigger, n uint32) {
 
 // Version reports t's current version.
 func Version(t *Trigger) uint32 { return version(t.state.Load()) }
+
+// SetCoalesceHook makes f run inside a coalescing Fire, between its first
+// look at the pending arming and the compare-and-swap that validates it.
+func SetCoalesceHook(f func()) { testHookCoalesce = f }

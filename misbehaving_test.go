@@ -87,13 +87,20 @@ func TestAgainstModel(t *testing.T) {
 		for step := range 60 {
 			n := len(fs.armed())
 			switch op := r.IntN(10); {
-			case op < 2:
-				tr.Fire()
-				latest = armedSince(n)
-				assert.Zero(t, latest.d)
 			case op < 4:
 				d := time.Duration(r.IntN(4)-1) * time.Minute
-				tr.FireAfter(d)
+				if op < 2 {
+					tr.Fire()
+					d = 0
+				} else {
+					tr.FireAfter(d)
+				}
+				if d <= 0 && latest != nil && latest.d == 0 && !latest.fired {
+					// A no-delay arming is pending and its callback has
+					// not started: the Fire coalesces into it.
+					require.Len(t, fs.armed(), n, "seed %d step %d: a coalescing Fire armed a timer", seed, step)
+					continue
+				}
 				latest = armedSince(n)
 				assert.Equal(t, max(d, 0), latest.d)
 			case op < 5:
@@ -270,4 +277,34 @@ func TestInterleavedArming(t *testing.T) {
 			require.NoError(t, tr.Stop(context.Background()))
 		})
 	}
+}
+
+// TestFireCoalescesOnlyIntoUnstartedArming: a Fire on an idle Trigger whose
+// pending arming has no delay rides on it instead of arming a timer, but only
+// if that arming's callback has not started. Here the callback runs the Func
+// to completion inside the Fire, just before the Fire validates the state:
+// the state is back to what the Fire first saw, yet the run began before the
+// Fire, so the Fire must arm a new timer.
+func TestFireCoalescesOnlyIntoUnstartedArming(t *testing.T) {
+	fs := &fakeScheduler{}
+	c := &counter{}
+	tr := circulation.Bind(fs, c.task)
+
+	tr.Fire()
+	tr.Fire() // coalesces: the first arming has not started
+	require.Len(t, fs.armed(), 1)
+
+	first := fs.armed()[0]
+	circulation.SetCoalesceHook(func() {
+		circulation.SetCoalesceHook(nil)
+		first.release() // starts and finishes a run: the state is as before
+	})
+	defer circulation.SetCoalesceHook(nil)
+	tr.Fire()
+	require.EqualValues(t, 1, c.runs.Load())
+	a := fs.armed()
+	require.Len(t, a, 2, "the Fire coalesced into an arming that had already run: the fire is lost")
+	a[1].release()
+	require.EqualValues(t, 2, c.runs.Load())
+	require.NoError(t, tr.Stop(context.Background()))
 }

@@ -118,8 +118,10 @@ func impls(block <-chan struct{}) []struct {
 	}
 }
 
-// BenchmarkFire fires an idle Trigger from one goroutine: every Fire arms a
-// timer with no delay and supersedes the previous one.
+// BenchmarkFire fires a Trigger from one goroutine as fast as it can. A Fire
+// made while an earlier one has not started its run yet coalesces into it, so
+// most of these calls arm no timer; BenchmarkFireAndRun measures the full
+// cycle instead.
 func BenchmarkFire(b *testing.B) {
 	for _, impl := range impls(nil) {
 		b.Run("impl="+impl.name, func(b *testing.B) {
@@ -130,6 +132,38 @@ func BenchmarkFire(b *testing.B) {
 			}
 			b.StopTimer()
 			f.stop()
+		})
+	}
+}
+
+// BenchmarkFireAndRun fires an idle Trigger and waits for the run it causes,
+// so that every Fire arms a timer and every timer starts a run: the full
+// cycle, with nothing to coalesce.
+func BenchmarkFireAndRun(b *testing.B) {
+	for _, impl := range []string{"trigger", "mutex", "bare"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			ran := make(chan struct{})
+			task := func() (time.Duration, bool) { ran <- struct{}{}; return 0, false }
+			var fire func()
+			var stop func()
+			switch impl {
+			case "trigger":
+				tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { return task() })
+				fire, stop = tr.Fire, func() { _ = tr.Stop(context.Background()) }
+			case "mutex":
+				m := newMutexTrigger(task)
+				fire, stop = func() { m.FireAfter(0) }, m.stop
+			case "bare":
+				f := func() { task() }
+				fire, stop = func() { time.AfterFunc(0, f) }, func() {}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				fire()
+				<-ran
+			}
+			b.StopTimer()
+			stop()
 		})
 	}
 }

@@ -471,3 +471,26 @@ func TestBindNilFuncPanics(t *testing.T) {
 		circulation.Bind(nil, nil)
 	})
 }
+
+// TestTimersStayOnTheirClock: a Trigger reuses the timers it superseded, and
+// must only ever reuse its own. Timers recycled by a Trigger on the real
+// clock must not end up in a Trigger inside a synctest bubble, where they
+// would never fire on the bubble's clock.
+func TestTimersStayOnTheirClock(t *testing.T) {
+	outside := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { return 0, false })
+	for range 100 {
+		outside.FireAfter(time.Hour)
+	}
+	require.NoError(t, outside.Stop(context.Background()))
+
+	synctest.Test(t, func(t *testing.T) {
+		e := &env{t: t, start: time.Now()}
+		tr, r := e.bind(nil)
+		for range 100 {
+			tr.FireAfter(5 * time.Minute)
+			tr.FireAfter(time.Minute)
+		}
+		time.Sleep(time.Hour)
+		e.runsAt(r, time.Minute)
+	})
+}
