@@ -12,7 +12,8 @@ import (
 // Fire. A negative delay means zero.
 //
 // ctx is cancelled when the Trigger is suspended or stopped while the
-// iteration runs; Func should then return soon. Its result is ignored.
+// iteration runs; Func should then return soon, and its result is ignored.
+// ctx is also cancelled when the iteration returns, like a request's.
 type Func func(ctx context.Context) (next time.Duration, ok bool)
 
 // A Trigger runs a Func on a Scheduler, again and again, whenever it is
