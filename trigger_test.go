@@ -4,12 +4,14 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/circulation-go/circulation"
 )
@@ -493,4 +495,34 @@ func TestTimersStayOnTheirClock(t *testing.T) {
 		time.Sleep(time.Hour)
 		e.runsAt(r, time.Minute)
 	})
+}
+
+// TestStopLeavesNothing stops a Trigger on the real clock while a run is in
+// flight and another is reserved: once Stop returns nil, no goroutine of the
+// Trigger's is left.
+func TestStopLeavesNothing(t *testing.T) {
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var returned atomic.Int32
+	tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		returned.Add(1)
+		return time.Millisecond, true
+	})
+	tr.Fire()
+	<-started
+	tr.Fire()               // reserved behind the run in flight
+	tr.FireAfter(time.Hour) // a pending timer
+	go func() {
+		time.Sleep(10 * time.Millisecond) // let Stop begin waiting first
+		close(release)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, tr.Stop(ctx))
+	require.EqualValues(t, 1, returned.Load(), "Stop returned before the run did")
+	goleak.VerifyNone(t)
 }
