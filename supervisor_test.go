@@ -734,3 +734,41 @@ func TestSupervisorStress(t *testing.T) {
 	}
 	t.Logf("%+v", st)
 }
+
+// TestSupervisorSuspendStopsNewAttempts: once Suspend has returned, no
+// attempt starts until the next Fire, not even one whose round had already
+// begun (a Fire made while an attempt runs starts the next one on the same
+// goroutine, at once); an attempt that had started is cancelled.
+func TestSupervisorSuspendStopsNewAttempts(t *testing.T) {
+	var suspended, bad atomic.Bool
+	s := circulation.Supervise(func(ctx context.Context) error {
+		if suspended.Load() && ctx.Err() == nil {
+			bad.Store(true)
+		}
+		for i := 0; i < 8; i++ {
+			runtime.Gosched()
+		}
+		return nil
+	}, circulation.Backoff{Base: time.Hour, Max: time.Hour, Timeout: time.Hour}, circulation.WithScheduler(timers{}))
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for i := 0; time.Now().Before(deadline) && !bad.Load(); i++ {
+		s.Fire()
+		for j := 0; j < i%16; j++ {
+			runtime.Gosched()
+		}
+		s.Fire() // often while the first runs: the next round follows it at once
+		for j := 0; j < i%32; j++ {
+			runtime.Gosched()
+		}
+		s.Suspend()
+		suspended.Store(true)
+		for j := 0; j < 16; j++ {
+			runtime.Gosched()
+		}
+		suspended.Store(false)
+	}
+	stop(t, s)
+	if bad.Load() {
+		t.Fatal("an attempt started after Suspend returned, with its context not cancelled")
+	}
+}
