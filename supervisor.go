@@ -85,33 +85,6 @@ type Supervisor struct {
 	perm  atomic.Pointer[error] // the permanent error that stopped the Supervisor; cleared when the next attempt starts
 }
 
-// An attempt is one call of the task, and the context the task gets.
-type attempt struct {
-	context.Context                         // a cancelCtx, cancelled at the Timeout, by Suspend or Stop, or when the task returns
-	cancel          context.CancelCauseFunc // cancels Context; context.DeadlineExceeded as the cause marks a timeout
-	deadline        time.Time               // zero without a Timeout
-
-	// Guarded by Supervisor.mu.
-	gen        uint64 // Supervisor.gen when it began
-	abandoned  bool   // timed out: the Supervisor no longer waits for it
-	superseded bool   // a Fire, FireAfter or Suspend came while it ran: its schedule is no longer the Supervisor's
-	canceled   bool   // Suspend or Stop cancelled it
-}
-
-// Deadline reports when the attempt times out: its start plus Timeout, by
-// the runtime's clock. The Scheduler decides when the timeout happens.
-func (a *attempt) Deadline() (time.Time, bool) { return a.deadline, !a.deadline.IsZero() }
-
-// Err reports context.DeadlineExceeded once the attempt has timed out, as a
-// context made by context.WithTimeout would.
-func (a *attempt) Err() error {
-	err := a.Context.Err()
-	if err != nil && context.Cause(a.Context) == context.DeadlineExceeded {
-		return context.DeadlineExceeded
-	}
-	return err
-}
-
 // A SuperviseOption configures a Supervisor in Supervise.
 //
 // It is a type of its own, not an Option: Bind's options configure a bare
@@ -239,7 +212,7 @@ func (s *Supervisor) supersede(cancel bool) {
 		a.superseded = true
 		if cancel && !a.canceled {
 			a.canceled = true
-			a.cancel(nil)
+			a.cancel(context.Canceled)
 			stop = true
 		}
 	}
@@ -250,7 +223,7 @@ func (s *Supervisor) supersede(cancel bool) {
 }
 
 // round is the main Trigger's Func: one attempt.
-func (s *Supervisor) round(tctx context.Context) (next time.Duration, ok bool) {
+func (s *Supervisor) round(tctx context.Context) (time.Duration, bool) {
 	a := s.begin(tctx)
 	if a == nil {
 		return 0, false
@@ -258,28 +231,41 @@ func (s *Supervisor) round(tctx context.Context) (next time.Duration, ok bool) {
 	if s.policy.Timeout > 0 {
 		s.watch.FireAfter(s.policy.Timeout)
 	}
+	err, panicked := s.call(tctx, a)
+	return s.end(tctx, a, err, panicked)
+}
+
+// call runs the task, recovering a panic. The common path stays shallow:
+// a Trigger's callback runs on a fresh goroutine, whose stack would have to
+// grow if end ran inside the deferred function, at a cost larger than the
+// rest of the attempt.
+func (s *Supervisor) call(tctx context.Context, a *attempt) (err error, panicked bool) {
 	returned := false
-	var err error
 	defer func() {
-		// Runs when the task returns, panics (recovered here) or calls
-		// runtime.Goexit, which carries on once this returns: the main
-		// Trigger then ignores next, so this arms it, unless a Fire,
-		// FireAfter or Suspend has given it a schedule since the attempt
-		// began. The main Trigger is running, so no callback of its can
-		// start round before this returns and mu is released.
-		recovered := recover() != nil
-		next, ok = s.end(tctx, a, err, recovered || !returned)
-		if !recovered && !returned && ok {
-			s.mu.Lock()
-			if s.gen == a.gen {
-				s.main.FireAfter(next)
-			}
-			s.mu.Unlock()
+		if recover() != nil {
+			panicked = true
+		} else if !returned {
+			s.goexit(tctx, a)
 		}
 	}()
 	err = s.task(a)
 	returned = true
-	return
+	return err, false
+}
+
+// goexit ends an attempt whose task called runtime.Goexit, which carries on
+// once the deferred call in call returns: the main Trigger never sees a
+// result, so goexit arms it, unless a Fire, FireAfter or Suspend has given
+// it a schedule since the attempt began. The main Trigger is running, so no
+// callback of its can start round while mu is held.
+func (s *Supervisor) goexit(tctx context.Context, a *attempt) {
+	if next, ok := s.end(tctx, a, nil, true); ok {
+		s.mu.Lock()
+		if s.gen == a.gen {
+			s.main.FireAfter(next)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // begin starts an attempt, or returns nil if the round's context is already
@@ -291,12 +277,10 @@ func (s *Supervisor) begin(tctx context.Context) *attempt {
 	if s.policy.Timeout > 0 {
 		deadline = time.Now().Add(s.policy.Timeout)
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	a := &attempt{Context: ctx, cancel: cancel, deadline: deadline}
+	a := &attempt{deadline: deadline}
 	s.mu.Lock()
 	if tctx.Err() != nil {
 		s.mu.Unlock()
-		cancel(nil)
 		return nil
 	}
 	a.gen = s.gen
@@ -316,7 +300,7 @@ func (s *Supervisor) begin(tctx context.Context) *attempt {
 // returns what round returns to the main Trigger. Before it returns, the
 // watchdog is idle: no tick of this attempt can reach the next one.
 func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked bool) (time.Duration, bool) {
-	a.cancel(nil)
+	a.cancel(context.Canceled)
 	s.mu.Lock()
 	s.cur = nil
 	c := s.stats.write()
