@@ -57,9 +57,14 @@ func (a *attempt) Err() error {
 // Value returns nil: an attempt carries no values.
 func (a *attempt) Value(any) any { return nil }
 
-// AfterFunc arranges for f to run in its own goroutine once the attempt is
-// done, at once if it is already, as context.AfterFunc does. stop prevents
-// that and reports whether it did.
+// AfterFunc arranges for f to run once the attempt is done, and returns a
+// function that prevents that and reports whether it did. It is how the
+// context package cancels the contexts derived from an attempt: it passes
+// an f that cancels one, as a context.WithCancel cancels its children
+// (user functions of context.AfterFunc get goroutines of their own). So
+// cancel calls f itself, right after it closes Done. If the attempt is
+// already done, f starts in a goroutine, since the caller may hold a lock
+// that f takes.
 func (a *attempt) AfterFunc(f func()) (stop func() bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -81,9 +86,10 @@ func (a *attempt) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-// cancel makes the attempt done with err, unless it already is. It runs no
-// code of the task's synchronously: functions registered with AfterFunc
-// each start a goroutine.
+// cancel makes the attempt done with err, unless it already is: Err and
+// Done change together, under mu. Then, with no lock held (they call Err),
+// it calls the functions registered with AfterFunc. The Supervisor calls
+// cancel without holding its own mutex.
 func (a *attempt) cancel(err error) {
 	a.mu.Lock()
 	if a.err != nil {
@@ -98,6 +104,6 @@ func (a *attempt) cancel(err error) {
 	a.funcs = nil
 	a.mu.Unlock()
 	for f := range funcs {
-		go (*f)()
+		(*f)()
 	}
 }

@@ -208,15 +208,19 @@ func (s *Supervisor) supersede(cancel bool) {
 		s.waiter <- false // buffered, and sent to only once: set to nil with it
 		s.waiter = nil
 	}
+	var canceled *attempt
 	if a := s.cur; a != nil {
 		a.superseded = true
 		if cancel && !a.canceled {
 			a.canceled = true
-			a.cancel(context.Canceled)
+			canceled = a
 			stop = true
 		}
 	}
 	s.mu.Unlock()
+	if canceled != nil {
+		canceled.cancel(context.Canceled) // without mu: see attempt.cancel
+	}
 	if stop {
 		s.watch.Suspend()
 	}
@@ -369,36 +373,45 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 // returned.
 func (s *Supervisor) tick(context.Context) (time.Duration, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	d, ok, timedOut := s.due()
+	s.mu.Unlock()
+	if timedOut != nil {
+		timedOut.cancel(context.DeadlineExceeded) // without mu: see attempt.cancel
+	}
+	return d, ok
+}
+
+// due does tick's work with mu held. It returns the attempt it abandons, if
+// any, for tick to cancel.
+func (s *Supervisor) due() (time.Duration, bool, *attempt) {
 	a := s.cur
 	switch {
 	case a != nil && !a.abandoned:
 		if a.canceled {
-			return 0, false
+			return 0, false, nil
 		}
 		a.abandoned = true
-		a.cancel(context.DeadlineExceeded)
 		c := s.stats.write()
 		c.timeouts.Add(1)
 		d := s.fail(true)
 		c.done()
 		if a.superseded {
-			return 0, false // the main Trigger has a schedule of its own
+			return 0, false, a // the main Trigger has a schedule of its own
 		}
 		s.chain = true
-		return d, true
+		return d, true, a
 	case a != nil && s.chain:
 		c := s.stats.write()
 		c.skipped.Add(1)
 		d := s.fail(true)
 		c.done()
-		return d, true
+		return d, true, nil
 	case a == nil && s.chain && s.waiter != nil: // end sets waiter in the critical section that clears cur
 		s.chain = false
 		s.waiter <- true
 		s.waiter = nil
 	}
-	return 0, false
+	return 0, false, nil
 }
 
 // quiesce stops the watchdog and waits for a tick in flight, which needs mu:

@@ -185,6 +185,7 @@ func TestSupervisorTimeoutAbandonsAttempt(t *testing.T) {
 			defer cancel()
 			<-ctx.Done()
 			doneAt = time.Since(p.t0)
+			<-derived.Done()
 			err, cause, child = ctx.Err(), context.Cause(ctx), context.Cause(derived)
 			return err
 		}), circulation.Backoff{Base: 10 * sec, Max: time.Minute, Timeout: 3 * sec})
@@ -205,6 +206,59 @@ func TestSupervisorTimeoutAbandonsAttempt(t *testing.T) {
 		p.at(23 * sec)
 		wantStats(t, p, s, circulation.Stats{Attempts: 2, Successes: 1, Timeouts: 1, Late: 1, Delay: 10 * sec})
 		p.wantStarts(t, 0, 23*sec)
+		stop(t, s)
+	})
+}
+
+// TestSupervisorContext: the context of an attempt behaves as the context
+// package's own: contexts derived from it, context.AfterFunc and its stop
+// function, Done asked for late, and it ends when the attempt returns.
+func TestSupervisorContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newProbe()
+		var ranAfter, ranStopped atomic.Bool
+		var derived, shorter context.Context
+		var endErr atomic.Value
+		check := func(ok bool, what string) {
+			t.Helper()
+			if !ok {
+				t.Errorf("%v: %s", time.Since(p.t0), what)
+			}
+		}
+		s := supervise(p.task(func(ctx context.Context, n int) error {
+			if n > 1 {
+				go func() { <-ctx.Done(); endErr.Store(ctx.Err()) }()
+				return nil
+			}
+			check(ctx.Value("key") == nil, "Value is not nil")
+			check(ctx.Err() == nil, "Err before the timeout")
+			var cancel context.CancelFunc
+			derived, cancel = context.WithCancel(ctx)
+			defer cancel()
+			var cancelShorter context.CancelFunc
+			shorter, cancelShorter = context.WithTimeout(ctx, sec)
+			defer cancelShorter()
+			context.AfterFunc(ctx, func() { ranAfter.Store(true) })
+			stop := context.AfterFunc(ctx, func() { ranStopped.Store(true) })
+			check(stop(), "stop did not stop a pending AfterFunc")
+			check(!stop(), "a second stop reported true")
+			<-shorter.Done()
+			check(time.Since(p.t0) == sec && shorter.Err() == context.DeadlineExceeded && ctx.Err() == nil, "a shorter derived timeout")
+			<-ctx.Done()
+			<-derived.Done()
+			check(derived.Err() == context.DeadlineExceeded, "derived context not cancelled with DeadlineExceeded")
+			return ctx.Err()
+		}), circulation.Backoff{Base: sec, Max: time.Minute, Timeout: 3 * sec})
+		s.Fire()
+		p.at(3 * sec)
+		check(ranAfter.Load() && !ranStopped.Load(), "AfterFunc did not run, or ran once stopped")
+		done := make(chan struct{})
+		stopped := context.AfterFunc(derived, func() { close(done) })
+		<-done
+		check(!stopped(), "stop of an AfterFunc on a done context reported true")
+		p.at(5 * sec) // attempt 2, at 3s + 2s, returns at once
+		check(endErr.Load() == context.Canceled, "an attempt's context is not cancelled when it returns")
+		p.wantStarts(t, 0, 5*sec)
 		stop(t, s)
 	})
 }
