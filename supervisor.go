@@ -198,7 +198,11 @@ func (s *Supervisor) Err() error {
 //
 // supersede runs before the caller acts on the main Trigger, so that any
 // attempt it does not mark begins after it, and ends with a schedule on the
-// main Trigger or the watchdog: never with none.
+// main Trigger or the watchdog: never with none. The price is one narrow
+// race: an attempt of the old schedule whose round had started but not yet
+// begun when supersede ran is not marked, so if it overstays, the watchdog
+// keeps the old schedule until it returns (counting skips), and the attempt
+// the caller asked for may start up to one delay late.
 func (s *Supervisor) supersede(cancel bool) {
 	s.mu.Lock()
 	s.gen++
