@@ -102,8 +102,28 @@ func (b Backoff) validated() Backoff {
 	return b
 }
 
-// The two functions below are the whole delay rule. They are pure, and
-// assume a validated Backoff.
+// The functions below are the whole delay rule. They are pure, and assume
+// a validated Backoff.
+
+// An outcome is what the delay rule knows of an attempt.
+type outcome uint8
+
+const (
+	succeeded outcome = iota // returned nil within its Timeout
+	failed                   // timed out, or was skipped: an abandoned attempt was still running
+	errored                  // returned an error or panicked within its Timeout
+)
+
+// next returns the interval that follows interval d after an outcome.
+func (b *Backoff) next(d time.Duration, o outcome) time.Duration {
+	switch {
+	case o == succeeded:
+		return b.Base
+	case o == errored && b.KeepDelayOnError:
+		return d
+	}
+	return b.grow(d)
+}
 
 // grow returns the interval that follows interval d after a failure:
 // d × Multiplier, at most Max. The product is taken in floating point and

@@ -39,6 +39,36 @@ func TestBackoffGrow(t *testing.T) {
 	}
 }
 
+func TestBackoffNext(t *testing.T) {
+	const s = time.Second
+	grows := Backoff{Base: s, Max: 10 * s, Multiplier: 2}
+	keeps := Backoff{Base: s, Max: 10 * s, Multiplier: 2, KeepDelayOnError: true}
+	for _, c := range []struct {
+		name string
+		b    Backoff
+		d    time.Duration
+		o    outcome
+		want time.Duration
+	}{
+		{"success resets", grows, 8 * s, succeeded, s},
+		{"success at Base", grows, s, succeeded, s},
+		{"failure grows", grows, 2 * s, failed, 4 * s},
+		{"failure is capped", grows, 8 * s, failed, 10 * s},
+		{"error grows by default", grows, 2 * s, errored, 4 * s},
+		{"error keeps with KeepDelayOnError", keeps, 2 * s, errored, 2 * s},
+		{"error keeps, even at Base", keeps, s, errored, s},
+		{"failure still grows with KeepDelayOnError", keeps, 2 * s, failed, 4 * s},
+		{"success still resets with KeepDelayOnError", keeps, 8 * s, succeeded, s},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := c.b.validated()
+			if got := b.next(c.d, c.o); got != c.want {
+				t.Errorf("next(%v, %v) = %v, want %v", c.d, c.o, got, c.want)
+			}
+		})
+	}
+}
+
 func TestBackoffDelay(t *testing.T) {
 	const s = time.Second
 	prop := func(j float64) Backoff { return Backoff{Base: s, Max: 100 * s, Jitter: j} }

@@ -342,11 +342,11 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 	switch {
 	case panicked:
 		c.panics.Add(1)
-		delay = s.fail(!s.policy.KeepDelayOnError)
+		delay = s.fail(errored)
 	case err == nil:
 		c.successes.Add(1)
 		c.consecutive.Store(0)
-		s.interval = s.policy.Base
+		s.interval = s.policy.next(s.interval, succeeded)
 		delay = s.draw()
 	case errors.Is(err, ErrPermanent):
 		c.errors.Add(1)
@@ -359,7 +359,7 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 		ok = false // Suspend or Stop has superseded this round anyway
 	default:
 		c.errors.Add(1)
-		delay = s.fail(!s.policy.KeepDelayOnError)
+		delay = s.fail(errored)
 	}
 	c.done()
 	s.mu.Unlock()
@@ -397,7 +397,7 @@ func (s *Supervisor) due() (time.Duration, bool, *attempt) {
 		a.abandoned = true
 		c := s.stats.write()
 		c.timeouts.Add(1)
-		d := s.fail(true)
+		d := s.fail(failed)
 		c.done()
 		if a.superseded {
 			return 0, false, a // the main Trigger has a schedule of its own
@@ -407,7 +407,7 @@ func (s *Supervisor) due() (time.Duration, bool, *attempt) {
 	case a != nil && s.chain:
 		c := s.stats.write()
 		c.skipped.Add(1)
-		d := s.fail(true)
+		d := s.fail(failed)
 		c.done()
 		return d, true, nil
 	case a == nil && s.chain && s.waiter != nil: // end sets waiter in the critical section that clears cur
@@ -426,13 +426,11 @@ func (s *Supervisor) quiesce() {
 	}
 }
 
-// fail accounts for a failure: the interval grows if grow is set, and a new
-// delay is drawn. It runs with mu held, inside a stats write.
-func (s *Supervisor) fail(grow bool) time.Duration {
+// fail accounts for a failure: the interval follows the delay rule, and a
+// new delay is drawn. It runs with mu held, inside a stats write.
+func (s *Supervisor) fail(o outcome) time.Duration {
 	s.stats.consecutive.Add(1)
-	if grow {
-		s.interval = s.policy.grow(s.interval)
-	}
+	s.interval = s.policy.next(s.interval, o)
 	return s.draw()
 }
 
