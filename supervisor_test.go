@@ -629,6 +629,33 @@ func TestSupervisorWithScheduler(t *testing.T) {
 	})
 }
 
+// counting is RuntimeScheduler that counts the callbacks it runs.
+type counting struct{ runs atomic.Int32 }
+
+func (c *counting) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	return time.AfterFunc(d, func() { c.runs.Add(1); f() })
+}
+
+// TestSupervisorOnTimeAttemptCostsOneCallback: an attempt that ends within
+// its Timeout runs on the callback of its own timer and on no other: the
+// watchdog's timer is stopped before it fires, so it costs no goroutine.
+func TestSupervisorOnTimeAttemptCostsOneCallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newProbe()
+		sched := new(counting)
+		s := supervise(p.task(func(ctx context.Context, n int) error {
+			time.Sleep(sec / 2)
+			return nil
+		}), circulation.Backoff{Base: sec, Max: time.Minute, Timeout: sec}, circulation.WithScheduler(sched))
+		s.Fire()
+		p.at(14 * sec) // attempts every 1.5s from 0s to 13.5s
+		if st, runs := s.Stats(), sched.runs.Load(); st.Attempts != 10 || runs != 10 {
+			t.Fatalf("%d callbacks ran for %d attempts, want 10 for 10", runs, st.Attempts)
+		}
+		stop(t, s)
+	})
+}
+
 // TestSupervisorStatsDuringAttempt: Stats never waits for an attempt, not
 // even from inside it.
 func TestSupervisorStatsDuringAttempt(t *testing.T) {
