@@ -1,8 +1,8 @@
 package circulation
 
 import (
-	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A shot is one arming of a Trigger: a timer that, when it fires, starts the
@@ -12,10 +12,19 @@ import (
 // Trigger's pending slot, then the goroutine that takes it out of the slot to
 // kill it) and its timer (the callback, from the moment it is armed until it
 // returns or the timer is stopped). refs counts them; the last to let go
-// recycles the shot when the Trigger uses RuntimeScheduler.
+// recycles the shot.
+//
+// Recycling is for Triggers on RuntimeScheduler only: time.Timer.Stop
+// reporting true guarantees that the callback never runs, and a stopped or
+// fired *time.Timer can be armed again with Reset, without allocating. An
+// arbitrary Scheduler might still run a callback it said it had stopped.
+// A recycled shot goes to its own Trigger's spare slot, never to a pool
+// shared between Triggers: a timer belongs to the clock it was created on
+// (a testing/synctest bubble has its own), so a Trigger reuses only the
+// timers it created.
 type shot struct {
-	t       *Trigger // written by newShot, read by the callback
-	version uint32   // written by newShot, read by the callback and by settle
+	t       *Trigger      // set when the shot is made, never changed
+	version atomic.Uint32 // written by newShot; read by the callback, settle, disarm and coalesce
 	flags   atomic.Uint32
 	refs    atomic.Int32
 	timer   Timer  // written by arm before the shot reaches the slot; read by its owner
@@ -25,26 +34,23 @@ type shot struct {
 const (
 	shotClaimed uint32 = 1 << iota // the callback has started, or the timer was stopped: whoever set it accounts for live
 	shotDead                       // superseded: a late callback must not start the Func even if the version matches again after wrapping
+	shotNow                        // armed with no delay: a Fire may coalesce into it (see coalesce)
 )
 
-// shotPool holds shots whose *time.Timer has stopped or fired and whose
-// callback has returned, ready to be armed again with Reset. Only Triggers on
-// RuntimeScheduler use it: time.Timer.Stop reporting true guarantees that the
-// callback never runs, which makes recycling safe. An arbitrary Scheduler
-// might still run a callback it said it had stopped.
-var shotPool sync.Pool
-
 // newShot returns a shot for version v holding both references.
-func (t *Trigger) newShot(v uint32) *shot {
+func (t *Trigger) newShot(v uint32, d time.Duration) *shot {
 	var sh *shot
 	if t.recycle {
-		sh, _ = shotPool.Get().(*shot)
+		sh = t.spare.Swap(nil)
 	}
 	if sh == nil {
-		sh = new(shot)
+		sh = &shot{t: t}
 		sh.fire = sh.run
 	}
-	sh.t, sh.version = t, v
+	sh.version.Store(v)
+	if d == 0 {
+		sh.flags.Store(shotNow)
+	}
 	sh.refs.Store(2)
 	return sh
 }
@@ -66,13 +72,14 @@ func (sh *shot) run() {
 	if sh.flags.Load()&shotDead != 0 {
 		return
 	}
-	t.start(sh.version)
+	t.start(sh.version.Load())
 }
 
 // kill cancels a superseded shot. The caller owns it.
 func (t *Trigger) kill(sh *shot) {
-	sh.flags.Or(shotDead)
-	if sh.timer.Stop() && sh.claim() {
+	// A claimed shot's callback has started (or its timer was stopped):
+	// Stop could only report false, so spare the timer's lock.
+	if sh.flags.Or(shotDead)&shotClaimed == 0 && sh.timer.Stop() && sh.claim() {
 		t.retire(sh, 2) // the callback will never run: drop its reference too
 		return
 	}
@@ -95,8 +102,7 @@ func (t *Trigger) retire(sh *shot, n int32) {
 // release drops n references to sh and recycles it when none is left.
 func (t *Trigger) release(sh *shot, n int32) {
 	if sh.refs.Add(-n) == 0 && t.recycle {
-		sh.t = nil
 		sh.flags.Store(0)
-		shotPool.Put(sh)
+		t.spare.Store(sh) // a shot already there is dropped: one spare is enough
 	}
 }

@@ -31,12 +31,13 @@ type Func func(ctx context.Context) (next time.Duration, ok bool)
 type Trigger struct {
 	state   atomic.Uint32        // reserved | running | version; see state.go
 	pending atomic.Pointer[shot] // the timer of the latest arming, if any (see settle)
+	spare   atomic.Pointer[shot] // a recycled shot ready to be armed again (see shot)
 	live    atomic.Int64         // shots armed whose callback has neither finished nor been cancelled
 	waiters atomic.Int32         // goroutines in Stop waiting for live to reach zero
 
 	f       Func
 	sched   Scheduler
-	recycle bool // shots go back to shotPool: sched is RuntimeScheduler, whose Stop is exact
+	recycle bool // shots are reused: sched is RuntimeScheduler, whose Stop is exact
 	onPanic func(recovered any)
 
 	// runMu guards the context of the iteration in flight. It is taken once
@@ -107,12 +108,66 @@ func (t *Trigger) FireAfter(d time.Duration) {
 			}
 			continue
 		}
+		if d == 0 {
+			switch t.coalesce(s) {
+			case coalesced:
+				return
+			case retry:
+				continue
+			}
+		}
 		n := advance(s)
 		if t.state.CompareAndSwap(s, n) {
 			t.arm(version(n), d)
 			return
 		}
 	}
+}
+
+type coalescing uint8
+
+// testHookCoalesce, if set by a test, runs in coalesce between the first look
+// at the pending shot and the compare-and-swap that validates it.
+var testHookCoalesce func()
+
+const (
+	notCoalesced coalescing = iota // arm a timer as usual
+	coalesced                      // the pending arming will run the Func after this call
+	retry                          // the state changed meanwhile: start over
+)
+
+// coalesce lets a Fire on an idle Trigger ride on a pending arming with no
+// delay whose callback has not started yet: that callback will start the
+// Func after this call, which is all the Fire asks for, so arming another
+// timer to supersede it would change nothing but the cost. s is the state the
+// caller loaded, not running.
+//
+// The pending shot is not ours, so it is only inspected, through atomic
+// fields. A compare-and-swap of s with itself then proves that nothing
+// happened to the state between that load and now; it cannot tell whether a
+// run started and finished in between (the state would be s again), so the
+// shot is checked again after it: still unclaimed means its callback has not
+// even begun, and will find the version unchanged unless a later call
+// supersedes both.
+func (t *Trigger) coalesce(s uint32) coalescing {
+	v := version(s)
+	due := func(p *shot) bool {
+		return p.version.Load() == v && p.flags.Load()&(shotNow|shotClaimed|shotDead) == shotNow
+	}
+	p := t.pending.Load()
+	if p == nil || !due(p) {
+		return notCoalesced
+	}
+	if testHookCoalesce != nil {
+		testHookCoalesce()
+	}
+	if !t.state.CompareAndSwap(s, s) {
+		return retry
+	}
+	if !due(p) {
+		return notCoalesced
+	}
+	return coalesced
 }
 
 // Suspend supersedes every earlier Fire and FireAfter: nothing runs until the
@@ -174,7 +229,7 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
-	sh := t.newShot(v)
+	sh := t.newShot(v, d)
 	t.live.Add(1)
 	if sh.timer != nil {
 		// A recycled shot: its *time.Timer was stopped or has fired and
@@ -202,11 +257,12 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 // recycled shot can never be mistaken for its earlier incarnation (no ABA).
 func (t *Trigger) settle(sh *shot) {
 	for sh != nil {
+		v := sh.version.Load() // read while we own sh: once in the slot it may be killed and recycled
 		old := t.pending.Swap(sh)
 		if old == nil {
 			return
 		}
-		if !newer(old.version, sh.version) {
+		if !newer(old.version.Load(), v) {
 			t.kill(old)
 			return
 		}
@@ -222,7 +278,7 @@ func (t *Trigger) disarm(v uint32) {
 	if old == nil {
 		return
 	}
-	if newer(v, old.version) {
+	if newer(v, old.version.Load()) {
 		t.kill(old)
 		return
 	}
