@@ -816,6 +816,39 @@ func TestSupervisorStress(t *testing.T) {
 	t.Logf("%+v", st)
 }
 
+// TestSupervisorStatsConsistent reads Stats in tight loops while attempts
+// follow each other as fast as they can: every snapshot must be one the
+// Supervisor was in, with Running true exactly while an attempt has started
+// and not ended.
+func TestSupervisorStatsConsistent(t *testing.T) {
+	var n atomic.Int64
+	s := circulation.Supervise(func(ctx context.Context) error {
+		if n.Add(1)%3 == 0 {
+			return errFlaky
+		}
+		return nil
+	}, circulation.Backoff{Base: 1, Max: 1, Timeout: time.Minute}, circulation.WithScheduler(timers{}))
+	s.Fire()
+	deadline := time.Now().Add(200 * time.Millisecond)
+	var wg sync.WaitGroup
+	for g := 0; g < 2; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				st := s.Stats()
+				ended := st.Successes + st.Errors
+				if running := st.Attempts - ended; running > 1 || st.Running != (running == 1) {
+					t.Errorf("inconsistent Stats %+v", st)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stop(t, s)
+}
+
 // TestSupervisorSuspendStopsNewAttempts: once Suspend has returned, no
 // attempt starts until the next Fire, not even one whose round had already
 // begun (a Fire made while an attempt runs starts the next one on the same
