@@ -48,9 +48,11 @@ type Backoff struct {
 	JitterMode JitterMode
 
 	// Timeout bounds each attempt. An attempt still running after Timeout
-	// is abandoned: its context is cancelled and the delay rule counts a
-	// failure, but no other attempt starts until it returns. Zero means no
-	// timeout. It must not be negative.
+	// is abandoned: its context is cancelled with context.DeadlineExceeded
+	// and the delay rule counts a failure, but no other attempt starts
+	// until it returns. The Supervisor's Scheduler times it; the context's
+	// Deadline reports the attempt's start plus Timeout by the runtime's
+	// clock. Zero means no timeout. It must not be negative.
 	Timeout time.Duration
 
 	// KeepDelayOnError makes an error or a panic leave the interval as it

@@ -8,9 +8,7 @@ import (
 	"github.com/circulation-go/circulation"
 )
 
-// Run these with -run '^$': until the core stops recycling timers across
-// synctest bubbles, a test run before them can leave a dead timer in the
-// pool that a Trigger on RuntimeScheduler picks up.
+// Compare the Supervisor with the Trigger it runs on, in one run:
 //
 //	go test -run '^$' -bench 'TriggerIteration|SupervisorAttempt' -count 6
 

@@ -76,20 +76,6 @@ func stop(t *testing.T, s *circulation.Supervisor) {
 	}
 }
 
-// timers is RuntimeScheduler under another name. The tests use it because
-// a Trigger on RuntimeScheduler recycles its *time.Timer values through a
-// package-wide sync.Pool, and a timer made in one synctest bubble, once
-// recycled into another bubble (or out of any), never fires there: a bug
-// of the core, reported separately. Another Scheduler is never recycled.
-type timers struct{}
-
-func (timers) AfterFunc(d time.Duration, f func()) circulation.Timer { return time.AfterFunc(d, f) }
-
-// supervise is circulation.Supervise on timers.
-func supervise(task func(context.Context) error, b circulation.Backoff, opts ...circulation.SuperviseOption) *circulation.Supervisor {
-	return circulation.Supervise(task, b, append([]circulation.SuperviseOption{circulation.WithScheduler(timers{})}, opts...)...)
-}
-
 func constant(r float64) circulation.SuperviseOption {
 	return circulation.WithRand(func() float64 { return r })
 }
@@ -101,7 +87,7 @@ var errFlaky = errors.New("flaky")
 func TestSupervisorSuccessWaitsBase(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			time.Sleep(sec)
 			return nil
 		}), circulation.Backoff{Base: 10 * sec, Max: time.Minute, Jitter: 0.2, Timeout: 5 * sec}, constant(0.75))
@@ -120,7 +106,7 @@ func TestSupervisorSuccessWaitsBase(t *testing.T) {
 func TestSupervisorFailuresGrowToMaxAndSuccessResets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			if n <= 4 {
 				return errFlaky
 			}
@@ -142,7 +128,7 @@ func TestSupervisorFailuresGrowToMaxAndSuccessResets(t *testing.T) {
 func TestSupervisorKeepDelayOnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			switch n {
 			case 3:
 				panic("boom")
@@ -176,7 +162,7 @@ func TestSupervisorTimeoutAbandonsAttempt(t *testing.T) {
 			doneAt            time.Duration
 			err, cause, child error
 		)
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			if n > 1 {
 				return nil
 			}
@@ -225,7 +211,7 @@ func TestSupervisorContext(t *testing.T) {
 				t.Errorf("%v: %s", time.Since(p.t0), what)
 			}
 		}
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			if n > 1 {
 				go func() { <-ctx.Done(); endErr.Store(ctx.Err()) }()
 				return nil
@@ -270,7 +256,7 @@ func TestSupervisorContext(t *testing.T) {
 func TestSupervisorNeverOverlaps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			if n == 1 {
 				time.Sleep(100 * sec) // ignores its context
 			}
@@ -315,7 +301,7 @@ func TestSupervisorFireDuringOverstay(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := newProbe()
-				s := supervise(p.task(func(ctx context.Context, n int) error {
+				s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 					if n == 1 {
 						time.Sleep(100 * sec)
 					}
@@ -345,7 +331,7 @@ func TestSupervisorFireKeepsTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
 		var doneAt time.Duration
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			if n == 1 {
 				go func() { <-ctx.Done(); doneAt = time.Since(p.t0) }()
 				time.Sleep(8 * sec)
@@ -380,7 +366,7 @@ func TestSupervisorPermanentErrorStops(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := newProbe()
 				var s *circulation.Supervisor
-				s = supervise(p.task(func(ctx context.Context, n int) error {
+				s = circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 					switch n {
 					case 1:
 						return errFlaky
@@ -412,7 +398,7 @@ func TestSupervisorPermanentErrorStops(t *testing.T) {
 func TestSupervisorPanicIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			switch n {
 			case 1:
 				panic("boom")
@@ -438,7 +424,7 @@ func TestSupervisorStopCancelsAndWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
 		var err error
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			if n == 1 {
 				<-ctx.Done()
 				time.Sleep(2 * sec) // cleans up
@@ -472,7 +458,7 @@ func TestSupervisorStopCancelsAndWaits(t *testing.T) {
 func TestSupervisorStopWaitsForAbandonedAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			time.Sleep(60 * sec)
 			return nil
 		}), circulation.Backoff{Base: 10 * sec, Max: time.Minute, Timeout: 5 * sec})
@@ -510,7 +496,7 @@ func TestSupervisorSuspendAfterLateCompletion(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := newProbe()
-				s := supervise(p.task(func(ctx context.Context, n int) error {
+				s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 					if n == 1 {
 						time.Sleep(30 * sec) // abandoned at 5s, skipped at 25s, due again at 65s
 					}
@@ -539,7 +525,7 @@ func TestSupervisorSuspendAfterLateCompletion(t *testing.T) {
 func TestSupervisorFireAfterSupersedesBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			return errFlaky
 		}), circulation.Backoff{Base: sec, Max: time.Minute})
 		s.FireAfter(3 * sec)
@@ -557,7 +543,7 @@ func TestSupervisorFireAfterSupersedesBackoff(t *testing.T) {
 func TestSupervisorWithoutTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			if _, ok := ctx.Deadline(); ok {
 				t.Error("ctx has a deadline without a Timeout")
 			}
@@ -588,7 +574,7 @@ func TestSupervisorJitter(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := newProbe()
-				s := supervise(p.task(func(ctx context.Context, n int) error { return nil }), c.b, constant(c.r))
+				s := circulation.Supervise(p.task(func(ctx context.Context, n int) error { return nil }), c.b, constant(c.r))
 				s.Fire()
 				p.at(c.starts[2])
 				p.wantStarts(t, c.starts...)
@@ -612,7 +598,7 @@ func TestSupervisorWithScheduler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
 		sched := new(slow)
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			if n == 1 {
 				<-ctx.Done() // at 2 × 2s
 			}
@@ -643,7 +629,7 @@ func TestSupervisorOnTimeAttemptCostsOneCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newProbe()
 		sched := new(counting)
-		s := supervise(p.task(func(ctx context.Context, n int) error {
+		s := circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			time.Sleep(sec / 2)
 			return nil
 		}), circulation.Backoff{Base: sec, Max: time.Minute, Timeout: sec}, circulation.WithScheduler(sched))
@@ -664,7 +650,7 @@ func TestSupervisorStatsDuringAttempt(t *testing.T) {
 		var s *circulation.Supervisor
 		var inside circulation.Stats
 		release := make(chan struct{})
-		s = supervise(p.task(func(ctx context.Context, n int) error {
+		s = circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			inside = s.Stats()
 			<-release
 			return nil
@@ -688,7 +674,7 @@ func TestSupervisorStopFromTask(t *testing.T) {
 		p := newProbe()
 		var s *circulation.Supervisor
 		var err error
-		s = supervise(p.task(func(ctx context.Context, n int) error {
+		s = circulation.Supervise(p.task(func(ctx context.Context, n int) error {
 			err = s.Stop(ctx)
 			return nil
 		}), circulation.Backoff{Base: sec, Max: time.Minute, Timeout: time.Minute})
@@ -749,7 +735,7 @@ func TestSupervisorStress(t *testing.T) {
 	const us = time.Microsecond
 	p := newProbe()
 	var n atomic.Int64
-	s := supervise(p.task(func(ctx context.Context, _ int) error {
+	s := circulation.Supervise(p.task(func(ctx context.Context, _ int) error {
 		k := n.Add(1)
 		d := time.Duration(k%5) * 100 * us // 0 to 400µs, around the 200µs Timeout
 		if k%11 == 0 {
@@ -827,7 +813,7 @@ func TestSupervisorStatsConsistent(t *testing.T) {
 			return errFlaky
 		}
 		return nil
-	}, circulation.Backoff{Base: 1, Max: 1, Timeout: time.Minute}, circulation.WithScheduler(timers{}))
+	}, circulation.Backoff{Base: 1, Max: 1, Timeout: time.Minute})
 	s.Fire()
 	deadline := time.Now().Add(200 * time.Millisecond)
 	var wg sync.WaitGroup
@@ -863,7 +849,7 @@ func TestSupervisorSuspendStopsNewAttempts(t *testing.T) {
 			runtime.Gosched()
 		}
 		return nil
-	}, circulation.Backoff{Base: time.Hour, Max: time.Hour, Timeout: time.Hour}, circulation.WithScheduler(timers{}))
+	}, circulation.Backoff{Base: time.Hour, Max: time.Hour, Timeout: time.Hour})
 	deadline := time.Now().Add(200 * time.Millisecond)
 	for i := 0; time.Now().Before(deadline) && !bad.Load(); i++ {
 		s.Fire()
@@ -885,16 +871,4 @@ func TestSupervisorSuspendStopsNewAttempts(t *testing.T) {
 	if bad.Load() {
 		t.Fatal("an attempt started after Suspend returned, with its context not cancelled")
 	}
-}
-
-// TestSupervisorFlushTimerPool is a stopgap, to delete once the core stops
-// recycling timers across synctest bubbles. A Trigger on RuntimeScheduler
-// puts its stopped *time.Timer values in a package-wide sync.Pool; one made
-// inside a bubble (TestSmoke leaves one) and reset outside is a fatal error,
-// "reset of synctest timer from outside bubble", which ExampleSupervise, run
-// after the tests, hit in about half the runs. Two collections empty a
-// sync.Pool. Tests run in file order, and this is the last one here.
-func TestSupervisorFlushTimerPool(t *testing.T) {
-	runtime.GC()
-	runtime.GC()
 }
