@@ -90,8 +90,8 @@ func BenchmarkSupervisorStats(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if s.Stats().Attempts == 0 && s.Stats().Running {
-				b.Error("impossible Stats")
+			if st := s.Stats(); st.Attempts == 0 && st.Running {
+				b.Errorf("impossible Stats %+v", st)
 			}
 		}
 	})
