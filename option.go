@@ -14,7 +14,7 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 // WithPanicHandler makes the Trigger recover a panic in its Func and pass the
-// recovered value to h. The iteration then counts as having returned
+// recovered value to h (a nil h means no handler). The iteration then counts as having returned
 // (0, false): the Trigger stops circulating, except that a fire made during
 // the failed run still runs. h runs on the Func's goroutine, before the next
 // run can start; a panic in h propagates.

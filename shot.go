@@ -1,8 +1,8 @@
 package circulation
 
 import (
-	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A shot is one arming of a Trigger: a timer that, when it fires, starts the
@@ -12,10 +12,19 @@ import (
 // Trigger's pending slot, then the goroutine that takes it out of the slot to
 // kill it) and its timer (the callback, from the moment it is armed until it
 // returns or the timer is stopped). refs counts them; the last to let go
-// recycles the shot when the Trigger uses RuntimeScheduler.
+// recycles the shot.
+//
+// Recycling is for Triggers on RuntimeScheduler only: time.Timer.Stop
+// reporting true guarantees that the callback never runs, and a stopped or
+// fired *time.Timer can be armed again with Reset, without allocating. An
+// arbitrary Scheduler might still run a callback it said it had stopped.
+// A recycled shot goes to its own Trigger's spare slot, never to a pool
+// shared between Triggers: a timer belongs to the clock it was created on
+// (a testing/synctest bubble has its own), so a Trigger reuses only the
+// timers it created.
 type shot struct {
-	t       *Trigger // written by newShot, read by the callback
-	version uint32   // written by newShot, read by the callback and by settle
+	t       *Trigger      // set when the shot is made, never changed
+	version atomic.Uint32 // written by newShot; read by the callback, settle, disarm and coalesce
 	flags   atomic.Uint32
 	refs    atomic.Int32
 	timer   Timer  // written by arm before the shot reaches the slot; read by its owner
@@ -25,26 +34,23 @@ type shot struct {
 const (
 	shotClaimed uint32 = 1 << iota // the callback has started, or the timer was stopped: whoever set it accounts for live
 	shotDead                       // superseded: a late callback must not start the Func even if the version matches again after wrapping
+	shotNow                        // armed with no delay: a Fire may coalesce into it (see coalesce)
 )
 
-// shotPool holds shots whose *time.Timer has stopped or fired and whose
-// callback has returned, ready to be armed again with Reset. Only Triggers on
-// RuntimeScheduler use it: time.Timer.Stop reporting true guarantees that the
-// callback never runs, which makes recycling safe. An arbitrary Scheduler
-// might still run a callback it said it had stopped.
-var shotPool sync.Pool
-
 // newShot returns a shot for version v holding both references.
-func (t *Trigger) newShot(v uint32) *shot {
+func (t *Trigger) newShot(v uint32, d time.Duration) *shot {
 	var sh *shot
 	if t.recycle {
-		sh, _ = shotPool.Get().(*shot)
+		sh = t.spare.Swap(nil)
 	}
 	if sh == nil {
-		sh = new(shot)
+		sh = &shot{t: t}
 		sh.fire = sh.run
 	}
-	sh.t, sh.version = t, v
+	sh.version.Store(v)
+	if d == 0 {
+		sh.flags.Store(shotNow)
+	}
 	sh.refs.Store(2)
 	return sh
 }
@@ -66,13 +72,14 @@ func (sh *shot) run() {
 	if sh.flags.Load()&shotDead != 0 {
 		return
 	}
-	t.start(sh.version)
+	t.start(sh.version.Load())
 }
 
 // kill cancels a superseded shot. The caller owns it.
 func (t *Trigger) kill(sh *shot) {
-	sh.flags.Or(shotDead)
-	if sh.timer.Stop() && sh.claim() {
+	// A claimed shot's callback has started (or its timer was stopped):
+	// Stop could only report false, so spare the timer's lock.
+	if sh.flags.Or(shotDead)&shotClaimed == 0 && sh.timer.Stop() && sh.claim() {
 		t.retire(sh, 2) // the callback will never run: drop its reference too
 		return
 	}
@@ -95,8 +102,114 @@ func (t *Trigger) retire(sh *shot, n int32) {
 // release drops n references to sh and recycles it when none is left.
 func (t *Trigger) release(sh *shot, n int32) {
 	if sh.refs.Add(-n) == 0 && t.recycle {
-		sh.t = nil
 		sh.flags.Store(0)
-		shotPool.Put(sh)
+		t.spare.Store(sh) // a shot already there is dropped: one spare is enough
 	}
+}
+
+// arm starts a timer for version v and makes it the pending one.
+func (t *Trigger) arm(v uint32, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	sh := t.newShot(v, d)
+	t.live.Add(1)
+	if sh.timer != nil {
+		// A recycled shot: its *time.Timer was stopped or has fired and
+		// its callback has returned, so Reset arms it afresh without
+		// allocating.
+		sh.timer.(*time.Timer).Reset(d)
+	} else {
+		sh.timer = t.sched.AfterFunc(d, sh.fire)
+	}
+	t.settle(sh)
+	// A Suspend or a reserving Fire that advanced the version after v has
+	// already cleared the slot, before settle put sh there: clear it
+	// again so that no superseded timer outlives its purpose.
+	if c := version(t.state.Load()); c != v {
+		t.disarm(c)
+	}
+}
+
+// settle puts sh in the pending slot, keeping whichever of the shots it meets
+// there is newest and killing the others.
+//
+// The slot is only ever changed with Swap, never with CompareAndSwap: each
+// Swap hands the displaced shot to exactly one goroutine, which then owns it
+// and must either put it back or kill it. Ownership is never shared, so a
+// recycled shot can never be mistaken for its earlier incarnation (no ABA).
+func (t *Trigger) settle(sh *shot) {
+	for sh != nil {
+		v := sh.version.Load() // read while we own sh: once in the slot it may be killed and recycled
+		old := t.pending.Swap(sh)
+		if old == nil {
+			return
+		}
+		if !newer(old.version.Load(), v) {
+			t.kill(old)
+			return
+		}
+		// A newer arming got there first: put it back, and own what
+		// comes out (sh itself, unless yet another goroutine got in).
+		sh = old
+	}
+}
+
+// disarm empties the pending slot of any shot armed before v.
+func (t *Trigger) disarm(v uint32) {
+	old := t.pending.Swap(nil)
+	if old == nil {
+		return
+	}
+	if newer(v, old.version.Load()) {
+		t.kill(old)
+		return
+	}
+	t.settle(old) // armed at v or later: it stays
+}
+
+type coalescing uint8
+
+// testHookCoalesce, if set by a test, runs in coalesce between the first look
+// at the pending shot and the compare-and-swap that validates it.
+var testHookCoalesce func()
+
+const (
+	notCoalesced coalescing = iota // arm a timer as usual
+	coalesced                      // the pending arming will run the Func after this call
+	retry                          // the state changed meanwhile: start over
+)
+
+// coalesce lets a Fire on an idle Trigger ride on a pending arming with no
+// delay whose callback has not started yet: that callback will start the
+// Func after this call, which is all the Fire asks for, so arming another
+// timer to supersede it would change nothing but the cost. s is the state the
+// caller loaded, not running.
+//
+// The pending shot is not ours, so it is only inspected, through atomic
+// fields. A compare-and-swap of s with itself then proves that nothing
+// happened to the state between that load and now; it cannot tell whether a
+// run started and finished in between (the state would be s again), so the
+// shot is checked again after it: still unclaimed means its callback has not
+// even begun, and will find the version unchanged unless a later call
+// supersedes both.
+func (t *Trigger) coalesce(s uint32) coalescing {
+	v := version(s)
+	due := func(p *shot) bool {
+		return p.version.Load() == v && p.flags.Load()&(shotNow|shotClaimed|shotDead) == shotNow
+	}
+	p := t.pending.Load()
+	if p == nil || !due(p) {
+		return notCoalesced
+	}
+	if testHookCoalesce != nil {
+		testHookCoalesce()
+	}
+	if !t.state.CompareAndSwap(s, s) {
+		return retry
+	}
+	if !due(p) {
+		return notCoalesced
+	}
+	return coalesced
 }

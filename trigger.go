@@ -12,7 +12,8 @@ import (
 // Fire. A negative delay means zero.
 //
 // ctx is cancelled when the Trigger is suspended or stopped while the
-// iteration runs; Func should then return soon. Its result is ignored.
+// iteration runs; Func should then return soon, and its result is ignored.
+// ctx is also cancelled when the iteration returns, like a request's.
 type Func func(ctx context.Context) (next time.Duration, ok bool)
 
 // A Trigger runs a Func on a Scheduler, again and again, whenever it is
@@ -31,12 +32,13 @@ type Func func(ctx context.Context) (next time.Duration, ok bool)
 type Trigger struct {
 	state   atomic.Uint32        // reserved | running | version; see state.go
 	pending atomic.Pointer[shot] // the timer of the latest arming, if any (see settle)
+	spare   atomic.Pointer[shot] // a recycled shot ready to be armed again (see shot)
 	live    atomic.Int64         // shots armed whose callback has neither finished nor been cancelled
 	waiters atomic.Int32         // goroutines in Stop waiting for live to reach zero
 
 	f       Func
 	sched   Scheduler
-	recycle bool // shots go back to shotPool: sched is RuntimeScheduler, whose Stop is exact
+	recycle bool // shots are reused: sched is RuntimeScheduler, whose Stop is exact
 	onPanic func(recovered any)
 
 	// runMu guards the context of the iteration in flight. It is taken once
@@ -49,13 +51,6 @@ type Trigger struct {
 
 	idleMu sync.Mutex
 	idle   chan struct{} // closed when live reaches zero while someone waits in Stop
-}
-
-// run is the iteration in flight: the version it runs for and the cancel
-// function of its context.
-type run struct {
-	version uint32
-	cancel  context.CancelFunc
 }
 
 // Bind returns a Trigger that runs f on s. The Trigger starts idle: nothing
@@ -106,6 +101,14 @@ func (t *Trigger) FireAfter(d time.Duration) {
 				return
 			}
 			continue
+		}
+		if d == 0 {
+			switch t.coalesce(s) {
+			case coalesced:
+				return
+			case retry:
+				continue
+			}
 		}
 		n := advance(s)
 		if t.state.CompareAndSwap(s, n) {
@@ -165,195 +168,6 @@ func (t *Trigger) Stop(ctx context.Context) error {
 		case <-idle:
 		case <-ctx.Done():
 			return ctx.Err()
-		}
-	}
-}
-
-// arm starts a timer for version v and makes it the pending one.
-func (t *Trigger) arm(v uint32, d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
-	sh := t.newShot(v)
-	t.live.Add(1)
-	if sh.timer != nil {
-		// A recycled shot: its *time.Timer was stopped or has fired and
-		// its callback has returned, so Reset arms it afresh without
-		// allocating.
-		sh.timer.(*time.Timer).Reset(d)
-	} else {
-		sh.timer = t.sched.AfterFunc(d, sh.fire)
-	}
-	t.settle(sh)
-	// A Suspend or a reserving Fire that advanced the version after v has
-	// already cleared the slot, before settle put sh there: clear it
-	// again so that no superseded timer outlives its purpose.
-	if c := version(t.state.Load()); c != v {
-		t.disarm(c)
-	}
-}
-
-// settle puts sh in the pending slot, keeping whichever of the shots it meets
-// there is newest and killing the others.
-//
-// The slot is only ever changed with Swap, never with CompareAndSwap: each
-// Swap hands the displaced shot to exactly one goroutine, which then owns it
-// and must either put it back or kill it. Ownership is never shared, so a
-// recycled shot can never be mistaken for its earlier incarnation (no ABA).
-func (t *Trigger) settle(sh *shot) {
-	for sh != nil {
-		old := t.pending.Swap(sh)
-		if old == nil {
-			return
-		}
-		if !newer(old.version, sh.version) {
-			t.kill(old)
-			return
-		}
-		// A newer arming got there first: put it back, and own what
-		// comes out (sh itself, unless yet another goroutine got in).
-		sh = old
-	}
-}
-
-// disarm empties the pending slot of any shot armed before v.
-func (t *Trigger) disarm(v uint32) {
-	old := t.pending.Swap(nil)
-	if old == nil {
-		return
-	}
-	if newer(v, old.version) {
-		t.kill(old)
-		return
-	}
-	// Armed at v or later: it stays. But while it was out of the slot, a
-	// Suspend or a reserving Fire that supersedes it may have found the
-	// slot empty: check again once it is back, as arm does. Its version is
-	// read first, as old may be killed and recycled once it is back.
-	ov := old.version
-	t.settle(old)
-	if c := version(t.state.Load()); c != ov {
-		t.disarm(c)
-	}
-}
-
-// cancelBefore cancels the context of the iteration in flight if it runs for
-// a version older than v (the version of a Suspend).
-func (t *Trigger) cancelBefore(v uint32) {
-	t.runMu.Lock()
-	defer t.runMu.Unlock()
-	if t.cur.cancel == nil {
-		// The running bit is set but the iteration has not published its
-		// context yet, or is between two iterations: begin cancels it.
-		t.late, t.hasLate = v, true
-		return
-	}
-	if newer(v, t.cur.version) {
-		t.cur.cancel()
-	}
-}
-
-// begin publishes the context of an iteration that runs for version v.
-func (t *Trigger) begin(v uint32, cancel context.CancelFunc) {
-	t.runMu.Lock()
-	defer t.runMu.Unlock()
-	t.cur = run{version: v, cancel: cancel}
-	if t.hasLate && newer(t.late, v) {
-		cancel()
-	}
-	t.hasLate = false
-}
-
-// end withdraws the context published by begin and releases it.
-func (t *Trigger) end(cancel context.CancelFunc) {
-	t.runMu.Lock()
-	t.cur = run{}
-	t.runMu.Unlock()
-	cancel()
-}
-
-// start is a timer callback for version v: it either runs the Func, leaves
-// a reservation for the run in flight, or finds itself stale.
-func (t *Trigger) start(v uint32) {
-	for {
-		s := t.state.Load()
-		n, e := enter(s, v)
-		if e == entryStale {
-			return
-		}
-		if t.state.CompareAndSwap(s, n) {
-			if e == entryRun {
-				t.loop(v)
-			}
-			return
-		}
-	}
-}
-
-// loop runs the Func for version v, then again for as long as runs were
-// reserved meanwhile, and arms the next timer if the last run asked for one.
-// The caller holds the running bit; loop gives it up on every way out,
-// including a panic or runtime.Goexit in the Func.
-func (t *Trigger) loop(v uint32) {
-	normal := false
-	defer func() {
-		if !normal {
-			t.abort()
-		}
-	}()
-	for {
-		next, ok := t.iterate(v)
-		s, x := t.finish(v, ok)
-		if x == exitAgain {
-			v = version(s)
-			continue
-		}
-		if x == exitArm {
-			t.arm(version(s), next)
-		}
-		break
-	}
-	normal = true
-}
-
-// iterate runs the Func once with a fresh context.
-func (t *Trigger) iterate(v uint32) (next time.Duration, ok bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.begin(v, cancel)
-	defer t.end(cancel)
-	if t.onPanic != nil {
-		defer func() {
-			if r := recover(); r != nil {
-				next, ok = 0, false
-				t.onPanic(r)
-			}
-		}()
-	}
-	return t.f(ctx)
-}
-
-// finish publishes the end of an iteration (see finish in state.go).
-func (t *Trigger) finish(v uint32, ok bool) (uint32, exit) {
-	for {
-		s := t.state.Load()
-		n, x := finish(s, v, ok)
-		if t.state.CompareAndSwap(s, n) {
-			return n, x
-		}
-	}
-}
-
-// abort gives up the running bit while the Func panics or exits the
-// goroutine (see abort in state.go).
-func (t *Trigger) abort() {
-	for {
-		s := t.state.Load()
-		n, x := abort(s)
-		if t.state.CompareAndSwap(s, n) {
-			if x == exitArm {
-				t.arm(version(n), 0)
-			}
-			return
 		}
 	}
 }

@@ -1,0 +1,22 @@
+package circulation
+
+// SkipVersions moves t's version on by n, as n calls of Suspend would, in one
+// step. Tests use it to wrap the 30-bit version around while a stale callback
+// is held, which real calls would need a billion steps for.
+func SkipVersions(t *Trigger, n uint32) {
+	for {
+		s := t.state.Load()
+		next := s&runningBit | (s+n)&versionMask
+		if t.state.CompareAndSwap(s, next) {
+			t.disarm(version(next))
+			return
+		}
+	}
+}
+
+// Version reports t's current version.
+func Version(t *Trigger) uint32 { return version(t.state.Load()) }
+
+// SetCoalesceHook makes f run inside a coalescing Fire, between its first
+// look at the pending arming and the compare-and-swap that validates it.
+func SetCoalesceHook(f func()) { testHookCoalesce = f }

@@ -1,0 +1,310 @@
+package circulation_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation"
+)
+
+// The tests in this file drive the Trigger with fakeScheduler, which runs
+// callbacks only when told to: in any order, stale, duplicated, and (with
+// stopLie) after Stop claimed nothing was stopped. Guarantees 1 (never
+// concurrent) and 2 (the latest call wins) must hold whatever it does.
+
+// counter is a Func that counts runs and notices overlaps.
+type counter struct {
+	runs, inflight, overlaps atomic.Int64
+	next                     func() (time.Duration, bool)
+}
+
+func (c *counter) task(context.Context) (time.Duration, bool) {
+	if c.inflight.Add(1) > 1 {
+		c.overlaps.Add(1)
+	}
+	defer c.inflight.Add(-1)
+	c.runs.Add(1)
+	for range 3 {
+		runtime.Gosched() // widen the window for an overlap
+	}
+	if c.next == nil {
+		return 0, false
+	}
+	return c.next()
+}
+
+func TestStaleAndDuplicateCallbacksRunNothing(t *testing.T) {
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		fs := &fakeScheduler{stopLie: seed%2 == 1}
+		c := &counter{}
+		tr := circulation.Bind(fs, c.task)
+		tr.FireAfter(5 * time.Minute)
+		tr.FireAfter(time.Minute)
+		tr.FireAfter(time.Hour)
+		latest := fs.armed()[2]
+		for _, ft := range fs.shuffled(r) {
+			before := c.runs.Load()
+			ft.release()
+			if ft != latest {
+				require.Equal(t, before, c.runs.Load(), "seed %d: a superseded callback ran the Func", seed)
+			}
+		}
+		require.EqualValues(t, 1, c.runs.Load(), "seed %d", seed)
+	}
+}
+
+// TestAgainstModel runs random operations and random callback deliveries on
+// one goroutine and checks each step against a plain model: a delivered
+// callback runs the Func if and only if it belongs to the latest arming and
+// has not run yet, and every superseded timer has been stopped.
+func TestAgainstModel(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		fs := &fakeScheduler{}
+		c := &counter{}
+		var want time.Duration
+		c.next = func() (time.Duration, bool) {
+			want = time.Duration(r.IntN(5)-1) * time.Second // negative means zero
+			return want, r.IntN(3) > 0
+		}
+		tr := circulation.Bind(fs, c.task)
+
+		var latest *fakeTimer // the arming that may still run, if any
+		armedSince := func(n int) *fakeTimer {
+			a := fs.armed()
+			require.Len(t, a, n+1, "seed %d: want exactly one new timer", seed)
+			return a[n]
+		}
+		for step := range 60 {
+			n := len(fs.armed())
+			switch op := r.IntN(10); {
+			case op < 4:
+				d := time.Duration(r.IntN(4)-1) * time.Minute
+				if op < 2 {
+					tr.Fire()
+					d = 0
+				} else {
+					tr.FireAfter(d)
+				}
+				if d <= 0 && latest != nil && latest.d == 0 && !latest.fired {
+					// A no-delay arming is pending and its callback has
+					// not started: the Fire coalesces into it.
+					require.Len(t, fs.armed(), n, "seed %d step %d: a coalescing Fire armed a timer", seed, step)
+					continue
+				}
+				latest = armedSince(n)
+				assert.Equal(t, max(d, 0), latest.d)
+			case op < 5:
+				tr.Suspend()
+				latest = nil
+				require.Len(t, fs.armed(), n)
+			case op < 6:
+				require.NoError(t, tr.Stop(context.Background()))
+				latest = nil
+				require.Empty(t, fs.live(), "seed %d step %d: Stop left a timer", seed, step)
+			default:
+				all := fs.armed()
+				if len(all) == 0 {
+					continue
+				}
+				ft := all[r.IntN(len(all))]
+				if r.IntN(2) == 0 && latest != nil {
+					ft = latest
+				}
+				runs := c.runs.Load()
+				shouldRun := ft == latest && !ft.fired
+				ft.release()
+				if !shouldRun {
+					require.Equal(t, runs, c.runs.Load(), "seed %d step %d: stale callback ran", seed, step)
+					continue
+				}
+				require.Equal(t, runs+1, c.runs.Load(), "seed %d step %d: current callback did not run", seed, step)
+				latest = nil
+				if a := fs.armed(); len(a) > n {
+					require.Len(t, a, n+1)
+					latest = a[n]
+					assert.Equal(t, max(want, 0), latest.d)
+				}
+			}
+			for _, ft := range fs.live() {
+				require.Same(t, latest, ft, "seed %d step %d: a superseded timer was not stopped", seed, step)
+			}
+		}
+		require.Zero(t, c.overlaps.Load())
+		require.NoError(t, tr.Stop(context.Background()))
+	}
+}
+
+// TestStaleCallbackAfterVersionWrap holds a superseded callback while the
+// 30-bit version wraps all the way around to the value it was armed with. It
+// must still not run the Func, whether or not the Scheduler's Stop worked.
+func TestStaleCallbackAfterVersionWrap(t *testing.T) {
+	for _, lie := range []bool{false, true} {
+		fs := &fakeScheduler{stopLie: lie}
+		c := &counter{}
+		tr := circulation.Bind(fs, c.task)
+
+		tr.FireAfter(time.Hour)
+		stale, v := fs.armed()[0], circulation.Version(tr)
+		tr.Fire()
+		superseded := fs.armed()[1]
+		// 1<<30 - 1 more versions bring the counter back to v: the stale
+		// callback's version is the current one again.
+		circulation.SkipVersions(tr, 1<<30-1)
+		require.Equal(t, v, circulation.Version(tr))
+
+		stale.release()
+		superseded.release()
+		stale.release()
+		require.Zero(t, c.runs.Load(), "stopLie=%v: a stale callback ran after the version wrapped", lie)
+
+		tr.Fire()
+		fs.armed()[2].release()
+		require.EqualValues(t, 1, c.runs.Load(), "stopLie=%v", lie)
+		require.NoError(t, tr.Stop(context.Background()))
+	}
+}
+
+// TestCallbacksDeliveredConcurrently delivers every callback, stale and
+// duplicated, from several goroutines at once while others fire.
+func TestCallbacksDeliveredConcurrently(t *testing.T) {
+	for seed := range uint64(20) {
+		fs := &fakeScheduler{stopLie: seed%2 == 1}
+		c := &counter{next: func() (time.Duration, bool) { return time.Second, true }}
+		tr := circulation.Bind(fs, c.task)
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(seed, uint64(g)))
+				for range 300 {
+					switch r.IntN(4) {
+					case 0:
+						tr.Fire()
+					case 1:
+						tr.FireAfter(time.Minute)
+					case 2:
+						tr.Suspend()
+					default:
+						if a := fs.armed(); len(a) > 0 {
+							a[r.IntN(len(a))].release()
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		require.Zero(t, c.overlaps.Load(), "seed %d: runs overlapped", seed)
+
+		// Deliver everything still pending, then check the last Fire runs.
+		for _, ft := range fs.armed() {
+			ft.release()
+		}
+		tr.Fire()
+		runs := c.runs.Load()
+		a := fs.armed()
+		a[len(a)-1].release()
+		require.Equal(t, runs+1, c.runs.Load(), "seed %d: the last Fire was lost", seed)
+		tr.Suspend()
+		for _, ft := range fs.armed() {
+			ft.release()
+		}
+		require.NoError(t, tr.Stop(context.Background()))
+	}
+}
+
+// TestStopWaitsForUnstoppableTimer: when the Scheduler cannot stop a timer,
+// Stop waits for its callback, and returns as soon as it has been delivered.
+func TestStopWaitsForUnstoppableTimer(t *testing.T) {
+	fs := &fakeScheduler{stopLie: true}
+	c := &counter{}
+	tr := circulation.Bind(fs, c.task)
+	tr.FireAfter(time.Hour)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, tr.Stop(ctx), context.Canceled, "Stop returned while a callback was outstanding")
+
+	done := make(chan error)
+	go func() { done <- tr.Stop(context.Background()) }()
+	fs.armed()[0].release()
+	require.NoError(t, <-done)
+	require.Zero(t, c.runs.Load())
+}
+
+// TestInterleavedArming puts a second call between a Fire's version advance
+// and the moment it installs its timer, the window where a racing call would
+// land. Whatever the order, exactly the latest arming stays pending, every
+// superseded timer is stopped, and only the latest can run.
+func TestInterleavedArming(t *testing.T) {
+	tests := []struct {
+		name   string
+		first  func(tr *circulation.Trigger)
+		inside func(tr *circulation.Trigger)
+		runs   int64 // after releasing every callback
+	}{
+		{"SuspendInsideFire", (*circulation.Trigger).Fire, (*circulation.Trigger).Suspend, 0},
+		{"FireInsideFireAfter", func(tr *circulation.Trigger) { tr.FireAfter(time.Hour) }, (*circulation.Trigger).Fire, 1},
+		{"FireAfterInsideFire", (*circulation.Trigger).Fire, func(tr *circulation.Trigger) { tr.FireAfter(time.Hour) }, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &fakeScheduler{}
+			c := &counter{}
+			tr := circulation.Bind(fs, c.task)
+			fs.onArm = func() { tt.inside(tr) }
+			tt.first(tr)
+
+			live := fs.live()
+			if tt.runs == 0 {
+				require.Empty(t, live, "a superseded timer is still pending")
+			} else {
+				a := fs.armed()
+				require.Equal(t, []*fakeTimer{a[len(a)-1]}, live, "want only the latest arming pending")
+			}
+			for _, ft := range fs.armed() {
+				ft.release()
+			}
+			require.Equal(t, tt.runs, c.runs.Load())
+			require.NoError(t, tr.Stop(context.Background()))
+		})
+	}
+}
+
+// TestFireCoalescesOnlyIntoUnstartedArming: a Fire on an idle Trigger whose
+// pending arming has no delay rides on it instead of arming a timer, but only
+// if that arming's callback has not started. Here the callback runs the Func
+// to completion inside the Fire, just before the Fire validates the state:
+// the state is back to what the Fire first saw, yet the run began before the
+// Fire, so the Fire must arm a new timer.
+func TestFireCoalescesOnlyIntoUnstartedArming(t *testing.T) {
+	fs := &fakeScheduler{}
+	c := &counter{}
+	tr := circulation.Bind(fs, c.task)
+
+	tr.Fire()
+	tr.Fire() // coalesces: the first arming has not started
+	require.Len(t, fs.armed(), 1)
+
+	first := fs.armed()[0]
+	circulation.SetCoalesceHook(func() {
+		circulation.SetCoalesceHook(nil)
+		first.release() // starts and finishes a run: the state is as before
+	})
+	defer circulation.SetCoalesceHook(nil)
+	tr.Fire()
+	require.EqualValues(t, 1, c.runs.Load())
+	a := fs.armed()
+	require.Len(t, a, 2, "the Fire coalesced into an arming that had already run: the fire is lost")
+	a[1].release()
+	require.EqualValues(t, 2, c.runs.Load())
+	require.NoError(t, tr.Stop(context.Background()))
+}
