@@ -161,11 +161,18 @@ func (t *Trigger) disarm(v uint32) {
 	if old == nil {
 		return
 	}
-	if newer(v, old.version.Load()) {
+	ov := old.version.Load() // read while we own old: once back in the slot it may be killed and recycled
+	if newer(v, ov) {
 		t.kill(old)
 		return
 	}
-	t.settle(old) // armed at v or later: it stays
+	// Armed at v or later: it stays. But while it was out of the slot, a
+	// Suspend or a reserving Fire that supersedes it may have found the
+	// slot empty: check again once it is back, as arm does.
+	t.settle(old)
+	if c := version(t.state.Load()); newer(c, ov) {
+		t.disarm(c)
+	}
 }
 
 type coalescing uint8
