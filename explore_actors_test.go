@@ -9,23 +9,30 @@ package circulation
 // does not touch the state and is left out; slot_explore_test.go checks the
 // pending slot.
 //
-// The phases below follow trigger.go line by line; a change to the control
-// flow there must be made here too:
+// The phases below follow trigger.go, shot.go and run.go line by line; a
+// change to the control flow there must be made here too:
 //
-//	FireAfter(0)   load; running(s) ? CAS reserve(s) : CAS advance(s) then arm
-//	FireAfter(d>0) load; CAS advance(s) then arm
+//	FireAfter(0)   load; running(s) ? CAS reserve(s) :
+//	               coalesce(s): look at the pending shot, due? CAS(s, s), due again?
+//	               -> return; otherwise CAS advance(s) then arm(v, 0)
+//	FireAfter(d>0) load; CAS advance(s) then arm(v, d)
 //	Suspend        load; CAS advance(s)
+//	shot.run       claim; then start(v):
 //	start(v)       load; enter(s, v) stale ? return : CAS, then loop(v) on entryRun
-//	loop(v)        begin (f starts); f returns ok or !ok, or panics;
-//	               load; CAS finish(s, v, ok): exitAgain -> begin with version(n),
-//	               exitArm -> arm(version(n)), exitIdle -> return
-//	abort (panic)  load; CAS abort(s): exitArm -> arm(version(n))
+//	loop(v)        begin (f starts); f returns (0, true), (d, true) or (_, false),
+//	               or panics; load; CAS finish(s, v, ok): exitAgain -> begin with
+//	               version(n), exitArm -> arm(version(n), d), exitIdle -> return
+//	abort (panic)  load; CAS abort(s): exitArm -> arm(version(n), 0)
 //
-// arm hands a new timer to the Scheduler: it becomes a new start actor,
-// which may take its first step at any later point, as a timer may fire at
-// any time. A timer that disarm or settle kills was superseded, so its
-// callback would find itself stale; letting every timer fire explores a
-// superset of what the real Trigger does.
+// arm hands a new timer to the Scheduler: it becomes a new actor, which may
+// take its first step at any later point, as a timer may fire at any time. A
+// timer that disarm or settle kills was superseded (slot_explore_test.go
+// checks that), so its callback would find itself stale; letting every
+// timer fire explores a superset of what the real Trigger does. Likewise,
+// coalesce's look at the pending slot is modelled as "the timer of the
+// loaded version is unclaimed and armed with no delay", and a Fire that
+// finds it so may or may not coalesce, since the shot may be out of the slot
+// for a moment.
 
 // transitions is the table of state.go functions the explorer calls. The
 // tests use stateGo; the mutation tests replace one entry with a broken
@@ -47,21 +54,24 @@ var stateGo = transitions{
 	abort:   abort,
 }
 
-// exPhase is where an actor is: the step it takes next. Every Load phase is
-// immediately followed by its CAS phase.
+// exPhase is where an actor is: the step it takes next.
 type exPhase uint8
 
 const (
 	phDone exPhase = iota
 
-	phFireLoad // Fire, that is FireAfter(0)
-	phFireCAS
-	phFireAfterLoad // FireAfter(d) with d > 0
-	phFireAfterCAS
-	phSuspendLoad
-	phSuspendCAS
-	phStartLoad // a timer callback for version v (Trigger.start)
-	phStartCAS
+	phFireLoad        // Fire, that is FireAfter(0)
+	phFireLook        // coalesce: look at the pending shot (is it due?)
+	phFireCoalesceCAS // coalesce: CompareAndSwap(s, s)
+	phFireLookAgain   // coalesce: is it still due?
+	phFireCAS         // reserve (running) or advance (not running, not coalesced)
+	phFireAfterLoad   // FireAfter(d) with d > 0
+	phFireAfterCAS    //
+	phSuspendLoad     //
+	phSuspendCAS      //
+	phClaim           // a timer callback for version v: shot.run's claim
+	phStartLoad       // Trigger.start
+	phStartCAS        //
 
 	// The phases from phBegin on hold the running bit (Trigger.loop).
 	phBegin // about to call f for version v
@@ -82,9 +92,11 @@ func (p exPhase) load() bool {
 	return false
 }
 
-func (p exPhase) cas() bool {
+// seen reports whether the phase uses the state its actor loaded.
+func (p exPhase) seen() bool {
 	switch p {
-	case phFireCAS, phFireAfterCAS, phSuspendCAS, phStartCAS, phFinishCAS, phAbortCAS:
+	case phFireLook, phFireCoalesceCAS, phFireLookAgain,
+		phFireCAS, phFireAfterCAS, phSuspendCAS, phStartCAS, phFinishCAS, phAbortCAS:
 		return true
 	}
 	return false
@@ -96,40 +108,97 @@ type exActor struct {
 	ph   exPhase
 	ok   bool   // phFinish*: what f returned
 	sup  bool   // owner: a Fire, FireAfter or Suspend published since its iteration's version was taken
-	v    uint32 // start: the timer's version; owner: the iteration's version
-	seen uint32 // CAS phases: the state the preceding Load returned
+	now  bool   // timer: armed with no delay (shotNow), so a Fire may coalesce into it
+	v    uint32 // timer: its version; owner: the iteration's version
+	seen uint32 // the state the actor's last Load returned, while it uses it
 }
 
 // choices is the number of ways the actor's next step can go: f may return
-// false, return true (while the budget lasts) or panic (likewise).
+// false, return true with no delay or with one (while the budget lasts), or
+// panic (likewise); a Fire that finds a due shot may or may not find it in
+// the pending slot, where other goroutines move shots in and out.
 func (x *explorer) choices(w *exWorld, i int) int {
-	switch w.actors[i].ph {
+	switch a := &w.actors[i]; a.ph {
 	case phDone:
 		return 0
 	case phInF:
-		return 3
+		return 4
+	case phFireLook:
+		if x.due(w, version(a.seen)) {
+			return 2
+		}
 	}
 	return 1
 }
 
 // f's outcomes, the choices of phInF.
 const (
-	fFalse = iota // f returns (_, false)
-	fTrue         // f returns (d, true): asks to run again
-	fPanic        // f panics (abort instead of finish)
+	fFalse    = iota // f returns (_, false)
+	fTrueNow         // f returns (0, true): asks to run again at once
+	fTrueThen        // f returns (d, true) with d > 0
+	fPanic           // f panics (abort instead of finish)
 )
 
-// step lets actor i take its next atomic step, taking choice c at phInF.
-// It reports false if the step is not possible (a choice whose budget is
-// spent). A violation found by the step itself is recorded in w.bad.
+// due reports whether the timer of version v is pending, unclaimed and armed
+// with no delay: coalesce's due(p) for the pending shot p. A superseded
+// shot (shotDead) has an older version, so it is never the one asked about.
+func (x *explorer) due(w *exWorld, v uint32) bool {
+	for i := range w.actors[:w.n] {
+		if a := &w.actors[i]; a.ph == phClaim && a.now && a.v == v {
+			return true
+		}
+	}
+	return false
+}
+
+// step lets actor i take its next atomic step, taking choice c where there
+// is one. It reports false if the step is not possible (a choice whose
+// budget is spent). A violation found by the step itself is recorded with
+// x.failf.
 func (x *explorer) step(w *exWorld, i, c int) bool {
 	a := &w.actors[i]
-	if a.ph.load() {
+	switch a.ph {
+	case phFireLoad:
 		a.seen = w.s
-		a.ph++
+		if running(a.seen) {
+			a.ph = phFireCAS // reserve
+		} else {
+			a.ph = phFireLook
+		}
+		return true
+	case phFireAfterLoad, phSuspendLoad, phStartLoad, phFinishLoad, phAbortLoad:
+		a.seen = w.s
+		a.ph++ // the CAS phase
 		return true
 	}
 	switch a.ph {
+	case phFireLook:
+		if c == 0 && x.due(w, version(a.seen)) {
+			a.ph = phFireCoalesceCAS
+		} else {
+			a.ph = phFireCAS // notCoalesced: advance
+		}
+
+	case phFireCoalesceCAS:
+		s := a.seen
+		if !x.cas(w, a, s, phFireLoad) { // retry
+			return true
+		}
+		// Nothing happened to the state since the load: this Fire rides
+		// on the pending arming, if its callback has still not claimed it.
+		x.published(w, armFire, version(s))
+		a.ph, a.seen = phFireLookAgain, s
+		if x.flow == "coalesce does not look again after its CAS" {
+			x.done(a)
+		}
+
+	case phFireLookAgain:
+		if x.due(w, version(a.seen)) {
+			x.done(a) // coalesced
+		} else {
+			a.ph = phFireCAS // notCoalesced: advance from the same load
+		}
+
 	case phFireCAS:
 		if running(a.seen) {
 			n := x.t.reserve(a.seen)
@@ -140,19 +209,22 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 			x.published(w, armFire, version(n))
 			return true
 		}
-		fallthrough
-	case phFireAfterCAS:
-		retry := phFireLoad
-		if a.ph == phFireAfterCAS {
-			retry = phFireAfterLoad
-		}
 		n := x.t.advance(a.seen)
-		if !x.cas(w, a, n, retry) {
+		if !x.cas(w, a, n, phFireLoad) {
 			return true
 		}
 		x.done(a)
 		x.published(w, armFire, version(n))
-		x.arm(w, version(n))
+		x.arm(w, version(n), true)
+
+	case phFireAfterCAS:
+		n := x.t.advance(a.seen)
+		if !x.cas(w, a, n, phFireAfterLoad) {
+			return true
+		}
+		x.done(a)
+		x.published(w, armFire, version(n))
+		x.arm(w, version(n), false)
 
 	case phSuspendCAS:
 		n := x.t.advance(a.seen)
@@ -161,6 +233,9 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		}
 		x.done(a)
 		x.published(w, armSuspend, version(n))
+
+	case phClaim:
+		a.ph, a.now = phStartLoad, false
 
 	case phStartCAS:
 		n, e := x.t.enter(a.seen, a.v)
@@ -185,12 +260,12 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		switch c {
 		case fFalse:
 			a.ph = phFinishLoad
-		case fTrue:
+		case fTrueNow, fTrueThen:
 			if w.okLeft == 0 {
 				return false
 			}
 			w.okLeft--
-			a.ph, a.ok = phFinishLoad, true
+			a.ph, a.ok, a.now = phFinishLoad, true, c == fTrueNow
 		case fPanic:
 			if w.panicLeft == 0 {
 				return false
@@ -206,7 +281,7 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		}
 		switch e {
 		case exitAgain:
-			a.ph, a.v, a.ok, a.sup = phBegin, version(n), false, false
+			a.ph, a.v, a.ok, a.now, a.sup = phBegin, version(n), false, false, false
 		case exitArm:
 			switch {
 			case !a.ok:
@@ -214,8 +289,9 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 			case a.sup:
 				x.failf("the run of v=%#x was superseded, yet its result armed a timer", a.v)
 			}
+			now := a.now
 			x.done(a)
-			x.arm(w, version(n))
+			x.arm(w, version(n), now)
 		default:
 			x.done(a)
 		}
@@ -227,7 +303,7 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		}
 		x.done(a)
 		if e == exitArm {
-			x.arm(w, version(n))
+			x.arm(w, version(n), true)
 		}
 	}
 	return true
@@ -247,17 +323,19 @@ func (x *explorer) cas(w *exWorld, a *exActor, n uint32, retry exPhase) bool {
 
 func (x *explorer) done(a *exActor) { *a = exActor{} }
 
-// arm is Trigger.arm: a new timer for version v, which becomes a new actor.
-func (x *explorer) arm(w *exWorld, v uint32) {
+// arm is Trigger.arm: a new timer for version v, with no delay or with one,
+// which becomes a new actor.
+func (x *explorer) arm(w *exWorld, v uint32, now bool) {
 	if int(w.n) == len(w.actors) {
 		panic("explorer: too many actors; raise exMaxActors")
 	}
-	w.actors[w.n] = exActor{ph: phStartLoad, v: v}
+	w.actors[w.n] = exActor{ph: phClaim, v: v, now: now}
 	w.n++
 }
 
-// published records that a Fire, FireAfter or Suspend published version v:
-// it is now the latest, and every run in flight is superseded.
+// published records that a Fire, FireAfter or Suspend published version v
+// (or, for a coalesced Fire, rode on it): it is now the latest, and every
+// run in flight is superseded.
 func (x *explorer) published(w *exWorld, k armKind, v uint32) {
 	w.last, w.lastV, w.served = k, v, false
 	for i := range w.actors[:w.n] {

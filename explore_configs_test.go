@@ -16,6 +16,7 @@ type exSituation struct {
 	name   string
 	s      uint32 // flags; the version is v0
 	timers []int  // pending timers, as version offsets from v0 (0 current, -1 stale)
+	now    bool   // the timer of v0 was armed with no delay
 	run    int    // 0: no run in flight; 1: f runs for v0; -1: f runs for v0-1
 	last   armKind
 	served bool
@@ -26,6 +27,8 @@ var exSituations = []exSituation{
 	{name: "idle"},
 	// FireAfter(d) published v0; its timer is pending.
 	{name: "timer pending", timers: []int{0}, last: armFire},
+	// Fire published v0; its timer, armed with no delay, is pending.
+	{name: "no-delay timer pending", timers: []int{0}, now: true, last: armFire},
 	// Suspend published v0 while the timer of v0-1 was firing.
 	{name: "stale timer", timers: []int{-1}, last: armSuspend},
 	// FireAfter published v0-1, then v0; both timers are firing.
@@ -101,7 +104,7 @@ func exConfigs(v0 uint32, maxActors int, okBudget, panicBudget uint8) []exConfig
 				w.ran, w.lastRun = true, v
 			}
 			for _, d := range sit.timers {
-				add(exActor{ph: phStartLoad, v: at(d)}, fmt.Sprintf("timer v=%#x", at(d)))
+				add(exActor{ph: phClaim, v: at(d), now: d == 0 && sit.now}, fmt.Sprintf("timer v=%#x", at(d)))
 			}
 			name := sit.name
 			for _, k := range ops {

@@ -6,12 +6,14 @@ import (
 	"testing"
 )
 
-// exMutants are plausible mistakes in state.go. Each must make the explorer
-// fail, with the violation named in want: this tests the explorer itself.
+// exMutants are plausible mistakes in state.go, and one in the control flow
+// of Fire. Each must make the explorer fail, with the violation named in
+// want: this tests the explorer itself.
 var exMutants = []struct {
 	name string
 	want string // in the violation
 	t    transitions
+	flow string // the mistake in the control flow, if t is stateGo
 }{
 	{
 		name: "advance keeps the reservation",
@@ -95,6 +97,15 @@ var exMutants = []struct {
 		}),
 	},
 	{
+		// A run can start and finish between coalesce's look and its
+		// CompareAndSwap, leaving the state as it was: only the second
+		// look, which finds the shot claimed, tells.
+		name: "coalesce does not look again after its CAS",
+		want: "lost fire",
+		t:    stateGo,
+		flow: "coalesce does not look again after its CAS",
+	},
+	{
 		name: "abort keeps the running bit",
 		want: "no actor is inside f",
 		t: with(func(t *transitions) {
@@ -122,7 +133,7 @@ func TestExploreMutants(t *testing.T) {
 			var found []string
 			for _, v0 := range exBases {
 				cfgs := exConfigs(v0, maxActors, ok, panics)
-				if _, trace := explore(m.t, v0-2, cfgs); trace != "" {
+				if _, trace := exploreWith(m.t, m.flow, v0-2, cfgs, false); trace != "" {
 					found = append(found, fmt.Sprintf("from v0=%#x, %s", v0, trace))
 				}
 			}

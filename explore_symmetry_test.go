@@ -12,8 +12,8 @@ func TestExploreSymmetryReductionIsExact(t *testing.T) {
 			cfgs = append(cfgs, c)
 		}
 	}
-	reduced, trace1 := exploreWith(stateGo, v0-2, cfgs, false)
-	plain, trace2 := exploreWith(stateGo, v0-2, cfgs, true)
+	reduced, trace1 := exploreWith(stateGo, "", v0-2, cfgs, false)
+	plain, trace2 := exploreWith(stateGo, "", v0-2, cfgs, true)
 	if trace1 != "" || trace2 != "" {
 		t.Fatalf("violation:\n%s%s", trace1, trace2)
 	}

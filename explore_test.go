@@ -75,6 +75,7 @@ type exWorld struct {
 type explorer struct {
 	exWalk[exWorld, exKey]
 	t    transitions
+	flow string // a mistake in the actors' control flow, for the mutation tests
 	base uint32 // versions are compared as offsets from base (see off)
 	bad  string // the first violation found
 
@@ -161,10 +162,14 @@ type exSystem[W any, K comparable] interface {
 
 // exWalk walks every interleaving of an exSystem depth first.
 type exWalk[W any, K comparable] struct {
-	memo  map[K]exCount // worlds explored, and their counts of complete interleavings
-	path  []exStep      // the interleaving being explored; after a failure, the failing one
-	edges uint64        // steps taken
+	memo   map[K]exCount // worlds explored, and their counts of complete interleavings
+	path   []exStep      // the interleaving being explored; after a failure, the failing one
+	edges  uint64        // steps taken
+	frames []W           // the successor worlds, one per depth: they would escape to the heap
 }
+
+// exMaxDepth bounds the length of an interleaving.
+const exMaxDepth = 1 << 12
 
 // visit explores every interleaving from w, whose key is k, and returns how
 // many complete interleavings there are from it.
@@ -176,22 +181,30 @@ func (g *exWalk[W, K]) visit(sys exSystem[W, K], w *W, k K) exCount {
 		return c
 	}
 	g.memo[k] = onPath
+	if g.frames == nil {
+		g.frames = make([]W, exMaxDepth)
+	}
+	depth := len(g.path)
+	if depth == exMaxDepth {
+		panic("explorer: an interleaving longer than exMaxDepth")
+	}
+	next := &g.frames[depth]
 	var total exCount
 	moved := false
 	for i := range sys.actors(w) {
 		for c := range sys.choices(w, i) {
-			next := *w
-			if !sys.step(&next, i, c) {
+			*next = *w
+			if !sys.step(next, i, c) {
 				continue
 			}
 			moved = true
 			g.edges++
 			g.path = append(g.path, exStep{i, c})
-			nk := sys.after(&next)
+			nk := sys.after(next)
 			if sys.failed() {
 				return exCount{}
 			}
-			total = total.add(g.visit(sys, &next, nk))
+			total = total.add(g.visit(sys, next, nk))
 			if sys.failed() {
 				return exCount{}
 			}
@@ -261,21 +274,24 @@ func (x *explorer) canon(w *exWorld, names []string) exKey {
 	return k
 }
 
-// pack packs what matters of an actor in its phase into 24 bits; a
+// pack packs what matters of an actor in its phase into 26 bits; a
 // finished actor packs to 0.
 func (x *explorer) pack(a *exActor) uint32 {
 	p := uint32(a.ph)
 	if a.ok {
-		p |= 1 << 4
-	}
-	if a.sup {
 		p |= 1 << 5
 	}
-	if a.ph.owner() || a.ph == phStartLoad || a.ph == phStartCAS {
-		p |= x.off8(a.v) << 6
+	if a.sup {
+		p |= 1 << 6
 	}
-	if a.ph.cas() {
-		p |= a.seen>>30<<14 | x.off8(version(a.seen))<<16
+	if a.now {
+		p |= 1 << 7
+	}
+	if a.ph.owner() || a.ph == phClaim || a.ph == phStartLoad || a.ph == phStartCAS {
+		p |= x.off8(a.v) << 8
+	}
+	if a.ph.seen() {
+		p |= a.seen>>30<<16 | x.off8(version(a.seen))<<18
 	}
 	return p
 }
@@ -309,13 +325,13 @@ type exStats struct {
 // explore explores every configuration with transitions t. It returns the
 // totals and, at the first violation, a readable trace ("" if none).
 func explore(t transitions, base uint32, cfgs []exConfig) (exStats, string) {
-	return exploreWith(t, base, cfgs, false)
+	return exploreWith(t, "", base, cfgs, false)
 }
 
-func exploreWith(t transitions, base uint32, cfgs []exConfig, plain bool) (exStats, string) {
+func exploreWith(t transitions, flow string, base uint32, cfgs []exConfig, plain bool) (exStats, string) {
 	var st exStats
 	for _, cfg := range cfgs {
-		x := &explorer{t: t, base: base, plain: plain}
+		x := &explorer{t: t, flow: flow, base: base, plain: plain}
 		x.memo = make(map[exKey]exCount)
 		w := cfg.w
 		x.check(&w)

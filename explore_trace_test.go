@@ -68,7 +68,7 @@ func (x *explorer) shortest(cfg exConfig) {
 func (x *explorer) trace(cfg exConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "violation: %s\n", x.bad)
-	fmt.Fprintf(&b, "start %q: state %s\n", cfg.name, fmtState(cfg.w.s))
+	fmt.Fprintf(&b, "start %q: state %s\n", cfg.name, exFmtState(cfg.w.s))
 	// Actors are named by the order they appear in, whatever their place
 	// in the canonical order.
 	names := make([]string, exMaxActors)
@@ -89,7 +89,7 @@ func (x *explorer) trace(cfg exConfig) string {
 			what += fmt.Sprintf("; arms A%d", next)
 			next++
 		}
-		fmt.Fprintf(&b, "%4d  %-30s  %-42s  %s\n", k+1, names[p.i], what, fmtState(w.s))
+		fmt.Fprintf(&b, "%4d  %-30s  %-42s  %s\n", k+1, names[p.i], what, exFmtState(w.s))
 		x.canon(&w, names)
 	}
 	return b.String()
@@ -103,6 +103,23 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 	}
 	failed := b.ph.load()
 	switch a.ph {
+	case phFireLook:
+		if b.ph == phFireCoalesceCAS {
+			return "coalesce: the pending shot is due"
+		}
+		return "coalesce: no due shot in the slot"
+	case phFireCoalesceCAS:
+		if failed {
+			return "coalesce: CAS(s, s) fails: retry"
+		}
+		return "coalesce: CAS(s, s)"
+	case phFireLookAgain:
+		if b.ph == phDone {
+			return "coalesce: still due: coalesced, returns"
+		}
+		return "coalesce: claimed meanwhile: not coalesced"
+	case phClaim:
+		return "the timer fires: claim"
 	case phFireCAS:
 		if failed {
 			return "CAS fails (state changed): retry"
@@ -130,7 +147,7 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 	case phBegin:
 		return fmt.Sprintf("f starts for v=%#x", a.v)
 	case phInF:
-		return [...]string{"f returns false", "f returns true", "f panics"}[c]
+		return [...]string{"f returns false", "f returns (0, true)", "f returns (d, true)", "f panics"}[c]
 	case phFinishCAS, phAbortCAS:
 		if failed {
 			return "CAS fails (state changed): retry"
@@ -150,9 +167,9 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 	return "?"
 }
 
-// fmtState shows a state word in hex and in bits: reserved, running and
+// exFmtState shows a state word in hex and in bits: reserved, running and
 // the version.
-func fmtState(s uint32) string {
+func exFmtState(s uint32) string {
 	res, run := "---", "---"
 	if reserved(s) {
 		res = "res"
