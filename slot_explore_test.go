@@ -21,8 +21,13 @@ package circulation
 // A Scheduler that behaves, as RuntimeScheduler does, delivers each
 // callback once unless Stop returned true; a misbehaving one (which the
 // Trigger must survive, see Scheduler) may deliver a callback after Stop
-// returned true, and deliver one callback twice. Shots are recycled only
-// with the first.
+// returned true, and deliver one callback twice. Shots are recycled, and
+// reused by later armings, only with the first.
+//
+// coalesce is left out: it only reads the slot and the pending shot, and
+// the state explorer checks what it relies on (its callback, once due, will
+// start the Func), given what this explorer checks: that only a superseded
+// shot is ever killed.
 //
 // The arm op is FireAfter, Fire on an idle Trigger, a run that asks to run
 // again (exitArm) and abort with a reservation; the disarm op is Suspend and
@@ -32,12 +37,14 @@ package circulation
 // It checks, after every step, that no shot is killed twice, that a shot is
 // killed only once a later version is published (so its callback would be
 // stale and killing it loses no fire), that live and the reference counts
-// never go negative, that no one touches a shot once it has been recycled,
-// and that a callback passes claim at most once per shot. When everyone has
-// finished and every timer has fired or been stopped, it checks that the
-// slot holds the newest arming's shot, alive, if the latest operation armed
-// one and is empty otherwise, that every superseded shot was killed exactly
-// once and recycled, and that live is zero.
+// never go negative, that a shot loses its last reference only once killed,
+// that no one touches a shot through a reference to an incarnation that has
+// been recycled, and that a callback passes claim at most once per
+// incarnation. When everyone has finished and every timer has fired or been
+// stopped, it checks that the slot holds the newest arming's shot, alive, if
+// the latest operation armed one and is empty otherwise, that every
+// superseded shot was killed exactly once and recycled, and that live is
+// zero.
 
 import (
 	"fmt"
@@ -68,12 +75,15 @@ func (x *slExplorer) canon(w *slWorld, names []string) slKey {
 	n := int(w.nAct)
 	for i := range n {
 		a := &w.actors[i]
-		p := uint32(a.pc) | uint32(a.n)<<4 | uint32(a.sh+1)<<6 | x.off8(a.v)<<9
+		p := uint32(a.pc) | uint32(a.n)<<4 | uint32(a.sh+1)<<6 | x.off8(a.v)<<9 | uint32(a.gen)<<20
 		if a.ret {
 			p |= 1 << 17
 		}
 		if a.retire {
 			p |= 1 << 18
+		}
+		if a.newer {
+			p |= 1 << 19
 		}
 		if a.pc == pcDone {
 			p = 0
@@ -99,17 +109,21 @@ func (x *slExplorer) canon(w *slWorld, names []string) slKey {
 	w.nAct = uint8(n)
 	for i := range int(w.nShots) {
 		sh := &w.shots[i]
-		p := x.off8(sh.v) | uint32(sh.timer)<<8 | uint32(uint8(sh.refs))<<10 | uint32(sh.kills)<<18 |
-			uint32(sh.recycled)<<21 | uint32(sh.starts)<<24
+		p := x.off8(sh.v) | uint32(sh.timer)<<8 | uint32(uint8(sh.refs)&7)<<10 | uint32(sh.kills)<<13 |
+			uint32(sh.starts)<<15 | uint32(sh.gen)<<20
 		if sh.dead {
-			p |= 1 << 27
+			p |= 1 << 17
 		}
 		if sh.claimed {
-			p |= 1 << 28
+			p |= 1 << 18
+		}
+		if sh.spare {
+			p |= 1 << 19
 		}
 		k.shots[i] = p
 	}
-	k.hdr = x.off8(w.ver) | uint32(w.slot+1)<<8 | uint32(uint8(w.live))<<12 | uint32(w.nShots)<<20 | uint32(w.nAct)<<24
+	k.hdr = x.off8(w.ver) | uint32(w.slot+1)<<8 | uint32(w.spare+1)<<11 | uint32(uint8(w.live)&7)<<14 |
+		uint32(w.nShots)<<17 | uint32(w.nAct)<<20
 	return k
 }
 
@@ -151,18 +165,22 @@ func (x *slExplorer) final(w *slWorld) {
 	if w.live != 0 {
 		x.failf("at rest, live is %d", w.live)
 	}
+	if w.slot != slNone && w.shots[w.slot].spare {
+		x.failf("at rest, the slot holds %s, which was recycled", x.name(w, w.slot))
+		return
+	}
 	newest := int8(slNone)
 	for i := range int8(w.nShots) {
 		sh := &w.shots[i]
-		if sh.v == w.ver {
+		switch {
+		case sh.spare: // recycled: release checked it
+		case sh.v == w.ver:
 			newest = i
 			if sh.kills != 0 || sh.refs != 1 || w.slot != i {
 				x.failf("at rest, the newest shot v=%#x has kills=%d refs=%d and the slot holds %s", sh.v, sh.kills, sh.refs, x.name(w, w.slot))
 			}
-			continue
-		}
-		if sh.kills != 1 || sh.refs != 0 || !x.m.misbehave && sh.recycled != 1 {
-			x.failf("at rest, the superseded shot v=%#x has kills=%d refs=%d recycled=%d", sh.v, sh.kills, sh.refs, sh.recycled)
+		case sh.kills != 1 || sh.refs != 0 || !x.m.misbehave:
+			x.failf("at rest, the superseded shot v=%#x has kills=%d refs=%d and was not recycled", sh.v, sh.kills, sh.refs)
 		}
 	}
 	if newest == slNone && w.slot != slNone {
@@ -193,7 +211,7 @@ func slConfigs(v0 uint32, maxOps, maxShots int, m slModel) []slConfig {
 					continue
 				}
 				x := &slExplorer{m: m}
-				w := slWorld{ver: v0, slot: slNone}
+				w := slWorld{ver: v0, slot: slNone, spare: slNone}
 				var names []string
 				name := "empty slot"
 				if pending {
@@ -343,6 +361,7 @@ var slMutants = []struct {
 	{"settle keeps the older shot", false, "killed while it is the latest arming"},
 	{"disarm kills the current shot", false, "killed while it is the latest arming"},
 	{"kill trusts Stop alone", true, "negative"},
+	{"release recycles one reference early", false, "recycled"},
 }
 
 func TestExploreSlotMutants(t *testing.T) {

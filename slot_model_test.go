@@ -1,9 +1,16 @@
 package circulation
 
 // The model of the pending-slot protocol explored by slot_explore_test.go:
-// the shots, the actors, and their steps, which follow trigger.go (arm,
-// settle, disarm) and shot.go (kill, run, retire, release) line by line. A
+// the shots, the actors, and their steps, which follow shot.go (arm,
+// settle, disarm, newShot, kill, run, retire, release) line by line. A
 // change to those functions must be made here too.
+//
+// A shot is an object that a Trigger on RuntimeScheduler reuses: release
+// puts it in the Trigger's spare slot when its last reference goes, and
+// newShot takes it from there for a later arming. Each use is an
+// incarnation, numbered by gen; a goroutine holds a reference to one
+// incarnation, and touching the shot through it once the shot has been
+// recycled is a violation.
 
 import "fmt"
 
@@ -16,14 +23,15 @@ const (
 )
 
 type slShot struct {
-	v        uint32
-	timer    uint8
-	dead     bool // shotDead
-	claimed  bool // shotClaimed
-	refs     int8
-	kills    uint8
-	recycled uint8
-	starts   uint8 // callbacks that passed claim and found the shot alive
+	v       uint32 // the incarnation's version (shot.version)
+	gen     uint8  // the incarnation: bumped when newShot reuses the shot
+	timer   uint8
+	dead    bool // shotDead
+	claimed bool // shotClaimed
+	spare   bool // recycled: put in Trigger.spare by release (and maybe dropped from it since)
+	refs    int8
+	kills   uint8 // of this incarnation
+	starts  uint8 // of this incarnation: callbacks that passed claim and found the shot alive
 }
 
 // Program counters of the actors.
@@ -47,15 +55,18 @@ const (
 type slActor struct {
 	pc     uint8
 	ret    bool   // inside a settle that is followed by a check of the version
+	newer  bool   // that check is disarm's, newer(c, v), rather than arm's, c != v
 	retire bool   // pcRelease: retire first (live.Add(-1))
 	n      int8   // references release drops
 	sh     int8   // the shot being worked on
+	gen    uint8  // the incarnation of sh this actor holds a reference to
 	v      uint32 // arm: its version; disarm: the version it disarms before; settle: the version to check after
 }
 
 type slWorld struct {
 	ver    uint32 // version(Trigger.state)
 	slot   int8   // Trigger.pending
+	spare  int8   // Trigger.spare
 	live   int8   // Trigger.live
 	nShots uint8
 	nAct   uint8
@@ -68,6 +79,7 @@ type slWorld struct {
 type slModel struct {
 	// misbehave makes the Scheduler deliver a callback even after Stop
 	// returned true, and deliver one callback of its choice a second time.
+	// Such a Trigger does not recycle its shots.
 	misbehave bool
 	mutant    string
 }
@@ -80,7 +92,11 @@ func (x *slExplorer) choices(w *slWorld, i int) int {
 	case pcDone:
 		return 0
 	case pcCallbackFire:
-		if w.shots[a.sh].timer == tmArmed || x.m.misbehave && w.shots[a.sh].timer == tmStopped {
+		sh := &w.shots[a.sh]
+		switch {
+		case sh.gen != a.gen: // the timer was reset for a later incarnation
+			return 0
+		case sh.timer == tmArmed, x.m.misbehave && sh.timer == tmStopped:
 			return 1
 		}
 		return 0
@@ -90,30 +106,42 @@ func (x *slExplorer) choices(w *slWorld, i int) int {
 	return 1
 }
 
-// shot returns shot i for a step that touches it, which must not have been
-// recycled.
-func (x *slExplorer) shot(w *slWorld, i int8) *slShot {
-	sh := &w.shots[i]
-	if sh.recycled != 0 {
+// shot returns the shot actor a holds, for a step that touches it: the
+// incarnation a holds a reference to must not have been recycled.
+func (x *slExplorer) shot(w *slWorld, a *slActor) *slShot {
+	sh := &w.shots[a.sh]
+	if sh.gen != a.gen || sh.spare {
 		x.failf("shot v=%#x is used after it was recycled", sh.v)
 	}
 	return sh
 }
 
+// take makes actor a the owner of shot i, just handed over by a Swap of the
+// slot.
+func (x *slExplorer) take(w *slWorld, a *slActor, i int8) {
+	if w.shots[i].spare {
+		x.failf("the slot held shot v=%#x after it was recycled", w.shots[i].v)
+	}
+	a.sh, a.gen = i, w.shots[i].gen
+}
+
 // ret ends the routine the actor is in.
 func (x *slExplorer) ret(a *slActor) {
 	if a.ret {
-		a.pc, a.ret, a.sh = pcArmCheck, false, slNone
+		a.pc, a.ret, a.sh, a.gen = pcArmCheck, false, slNone, 0
 		return
 	}
 	*a = slActor{}
 }
 
 // step lets actor i take its next step. Steps that no other actor can
-// observe are merged with the one before: newShot, live.Add(1) and
-// AfterFunc with arm's CAS (nobody else can reach the shot before settle
-// publishes it), and retire's live.Add(-1) with its release (live is only
-// read once everyone is done).
+// observe are merged with the one before: newShot (with its Swap of the
+// spare slot), live.Add(1) and AfterFunc or Reset with arm's CAS (nobody
+// else can reach the shot before settle publishes it), the read of a shot's
+// version that settle and disarm make while they own it with the Swap that
+// follows or precedes it, retire's live.Add(-1) with its release (live is
+// only read once everyone is done), and release's Stores with its Add
+// (nobody holds the shot once the count is zero).
 func (x *slExplorer) step(w *slWorld, i, c int) bool {
 	a := &w.actors[i]
 	log := x.log != nil
@@ -128,20 +156,14 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 			a.pc = pcDisarmSwap
 			return true
 		}
-		if int(w.nShots) == slMaxShots {
-			panic("slot explorer: too many shots")
-		}
-		a.sh = int8(w.nShots)
-		w.shots[a.sh] = slShot{v: a.v, refs: 2, timer: tmArmed}
-		w.nShots++
+		x.newShot(w, a)
 		w.live++
-		x.spawnCallbacks(w, a.sh)
-		a.pc, a.ret = pcSettleSwap, true
+		a.pc, a.ret, a.newer = pcSettleSwap, true, false
 		if x.m.mutant == "arm does not check the version after settle" {
 			a.ret = false
 		}
 		if log {
-			x.logf("; newShot, live.Add(1): %d, AfterFunc", w.live)
+			x.logf(", live.Add(1): %d, AfterFunc", w.live)
 		}
 
 	case pcArmCheck:
@@ -149,7 +171,7 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		if log {
 			x.logf("state.Load: v=%#x", c)
 		}
-		if c == a.v {
+		if a.newer && !newer(c, a.v) || !a.newer && c == a.v {
 			*a = slActor{}
 			return true
 		}
@@ -164,45 +186,50 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		if log {
 			x.logf("Swap(nil) -> %s", x.name(w, old))
 		}
-		switch {
-		case old == slNone:
+		if old == slNone {
 			x.ret(a)
-		case newer(a.v, x.shot(w, old).v) || x.m.mutant == "disarm kills the current shot":
-			a.sh, a.pc = old, pcKillDead
-		default:
-			// Armed at v or later: it stays, and the version is checked
-			// again when settle returns, as in arm.
-			a.sh, a.pc = old, pcSettleSwap
-			if x.m.mutant != "disarm does not check the version after putting a shot back" {
-				a.v, a.ret = w.shots[old].v, true
-			}
+			return true
+		}
+		x.take(w, a, old)
+		ov := w.shots[old].v
+		if newer(a.v, ov) || x.m.mutant == "disarm kills the current shot" {
+			a.pc = pcKillDead
+			return true
+		}
+		// Armed at v or later: it stays, and the version is checked
+		// again when settle returns.
+		a.pc = pcSettleSwap
+		if x.m.mutant != "disarm does not check the version after putting a shot back" {
+			a.v, a.ret, a.newer = ov, true, true
 		}
 
 	case pcSettleSwap:
+		v := x.shot(w, a).v // read while we own it
 		old := w.slot
 		w.slot = a.sh
 		if log {
 			x.logf("Swap(%s) -> %s", x.name(w, a.sh), x.name(w, old))
 		}
-		keepOld := old != slNone && newer(x.shot(w, old).v, w.shots[a.sh].v)
-		if x.m.mutant == "settle keeps the older shot" && old != slNone {
+		if old == slNone {
+			x.ret(a)
+			return true
+		}
+		x.take(w, a, old)
+		keepOld := newer(w.shots[old].v, v)
+		if x.m.mutant == "settle keeps the older shot" {
 			keepOld = !keepOld
 		}
-		switch {
-		case old == slNone:
-			x.ret(a)
-		case !keepOld:
-			a.sh, a.pc = old, pcKillDead
-		default:
-			a.sh = old // put it back
-		}
+		if !keepOld {
+			a.pc = pcKillDead
+		} // else put it back: the next Swap
 
 	case pcKillDead:
-		sh := x.shot(w, a.sh)
+		sh := x.shot(w, a)
+		wasClaimed := sh.claimed
 		sh.dead = true
 		sh.kills++
 		if log {
-			x.logf("kill %s: Or(dead)", x.name(w, a.sh))
+			x.logf("kill %s: Or(dead) -> claimed=%v", x.name(w, a.sh), wasClaimed)
 		}
 		switch {
 		case sh.kills > 1:
@@ -210,10 +237,14 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		case !newer(w.ver, sh.v):
 			x.failf("shot v=%#x is killed while it is the latest arming: its fire is lost", sh.v)
 		}
-		a.pc = pcKillStop
+		if wasClaimed {
+			a.n, a.pc = 1, pcRelease
+		} else {
+			a.pc = pcKillStop
+		}
 
 	case pcKillStop:
-		sh := x.shot(w, a.sh)
+		sh := x.shot(w, a)
 		stopped := sh.timer == tmArmed
 		if stopped {
 			sh.timer = tmStopped
@@ -228,17 +259,17 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		}
 
 	case pcKillClaim:
-		if x.claim(w, a.sh) || x.m.mutant == "kill trusts Stop alone" {
+		if x.claim(w, a) || x.m.mutant == "kill trusts Stop alone" {
 			a.n, a.retire, a.pc = 2, true, pcRelease
 		} else {
 			a.n, a.pc = 1, pcRelease
 		}
 
 	case pcExtraDelivery:
-		a.sh = int8(c)
+		a.sh, a.gen = int8(c), w.shots[c].gen
 		fallthrough
 	case pcCallbackFire:
-		sh := x.shot(w, a.sh)
+		sh := x.shot(w, a)
 		if sh.timer == tmArmed {
 			sh.timer = tmFired
 		}
@@ -248,14 +279,14 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		}
 
 	case pcCallbackClaim:
-		if !x.claim(w, a.sh) {
+		if !x.claim(w, a) {
 			*a = slActor{}
 			return true
 		}
 		a.pc = pcCallbackDead
 
 	case pcCallbackDead:
-		sh := x.shot(w, a.sh)
+		sh := x.shot(w, a)
 		if sh.dead {
 			if log {
 				x.logf("dead: does not start")
@@ -281,30 +312,71 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 				x.failf("live is negative")
 			}
 		}
-		sh := x.shot(w, a.sh)
-		sh.refs -= a.n
-		if log {
-			x.logf("release %s: refs.Add(-%d): %d", x.name(w, a.sh), a.n, sh.refs)
-		}
-		switch {
-		case sh.refs < 0:
-			x.failf("shot v=%#x has negative references", sh.v)
-		case sh.refs == 0 && !x.m.misbehave: // only RuntimeScheduler recycles
-			sh.recycled++
-			if log {
-				x.logf(": recycled")
-			}
-		}
-		a.retire = false
+		x.release(w, a)
+		a.retire, a.n = false, 0
 		x.ret(a)
 	}
 	return true
 }
 
+// newShot is newShot and the timer half of arm: it gives actor a a shot for
+// its version a.v holding both references, reusing the spare one if the
+// Trigger recycles, and hands its callback to the Scheduler.
+func (x *slExplorer) newShot(w *slWorld, a *slActor) {
+	i := w.spare
+	w.spare = slNone
+	if x.m.misbehave || i == slNone {
+		if int(w.nShots) == slMaxShots {
+			panic("slot explorer: too many shots")
+		}
+		i = int8(w.nShots)
+		w.nShots++
+		w.shots[i] = slShot{}
+		if x.log != nil {
+			x.logf("; newShot")
+		}
+	} else {
+		w.shots[i] = slShot{gen: w.shots[i].gen + 1}
+		if x.log != nil {
+			x.logf("; newShot reuses the spare shot")
+		}
+	}
+	sh := &w.shots[i]
+	sh.v, sh.refs, sh.timer = a.v, 2, tmArmed
+	a.sh, a.gen = i, sh.gen
+	x.spawnCallbacks(w, i)
+}
+
+// release is release: it drops a.n references and recycles the shot when
+// none is left.
+func (x *slExplorer) release(w *slWorld, a *slActor) {
+	sh := x.shot(w, a)
+	sh.refs -= a.n
+	if x.log != nil {
+		x.logf("release %s: refs.Add(-%d): %d", x.name(w, a.sh), a.n, sh.refs)
+	}
+	last := sh.refs == 0
+	if x.m.mutant == "release recycles one reference early" {
+		last = sh.refs <= 1
+	}
+	switch {
+	case sh.refs < 0:
+		x.failf("shot v=%#x has negative references", sh.v)
+	case sh.refs == 0 && sh.kills != 1:
+		x.failf("shot v=%#x lost its last reference without being killed", sh.v)
+	case last && !x.m.misbehave: // only RuntimeScheduler recycles
+		sh.dead, sh.claimed, sh.spare = false, false, true
+		w.spare = a.sh // a shot already there is dropped
+		if x.log != nil {
+			x.logf(": recycled")
+		}
+	}
+}
+
 // claim is shot.claim: it reports whether the caller is the first to
 // account for the shot's timer.
-func (x *slExplorer) claim(w *slWorld, i int8) bool {
-	sh := x.shot(w, i)
+func (x *slExplorer) claim(w *slWorld, a *slActor) bool {
+	sh := x.shot(w, a)
 	won := !sh.claimed
 	sh.claimed = true
 	if x.log != nil {
@@ -313,10 +385,10 @@ func (x *slExplorer) claim(w *slWorld, i int8) bool {
 	return won
 }
 
-// spawnCallbacks adds the actors that deliver shot i's callback: one, or
-// two for a Scheduler that may deliver twice.
+// spawnCallbacks adds the actor that delivers the callback of shot i's
+// current incarnation.
 func (x *slExplorer) spawnCallbacks(w *slWorld, i int8) {
-	x.add(w, slActor{pc: pcCallbackFire, sh: i})
+	x.add(w, slActor{pc: pcCallbackFire, sh: i, gen: w.shots[i].gen})
 }
 
 func (x *slExplorer) add(w *slWorld, a slActor) {
