@@ -6,9 +6,12 @@
  * drift from the code and the Go explorer cannot. Keep them in step.
  *
  * The state word is three variables, changed together in one atomic CAS
- * step after a separate load step, as Trigger.state is. The version counts
- * modulo 256 instead of 1<<30; versions are only compared for equality,
- * and a run uses fewer than 20, so START=254 makes them wrap as the Go
+ * step after a separate load step, as Trigger.state is. Fire on an idle
+ * Trigger may coalesce into a pending timer armed with no delay whose
+ * callback has not claimed it yet (shot.go's coalesce): the array due
+ * stands for "the pending shot of this version is due". The version counts
+ * modulo MOD (32) instead of 1<<30; versions are only compared for equality,
+ * and a run uses fewer than 10, so START=30 makes them wrap as the Go
  * explorer's 0x3ffffffe does.
  *
  * init picks one of the situations of explore_configs_test.go and adds up
@@ -22,8 +25,8 @@
  *
  * Run (the "errors: 0" line is the verdict):
  *   spin -a state.pml && gcc -O2 -DSAFETY -o pan pan.c && ./pan -m10000
- *   spin -DSTART=254 -a state.pml && ...        (the versions wrap)
- *   spin -DMUTANT=1 -a state.pml && ...         (must find an error; 1..4)
+ *   spin -DSTART=30 -a state.pml && ...        (the versions wrap)
+ *   spin -DMUTANT=1 -a state.pml && ...         (must find an error; 1..5)
  */
 
 #ifndef START
@@ -47,9 +50,10 @@
 #define DEFERRED 4 /* entryDeferred */
 #define RUN      5 /* entryRun */
 
-#define INC(v) (((v) + 1) % 256)
-#define DEC(v) (((v) + 255) % 256)
-#define OFF(v) (((v) + 256 - base) % 256) /* distance from base, across the wrap */
+#define MOD 32 /* the version counts modulo MOD */
+#define INC(v) (((v) + 1) % MOD)
+#define DEC(v) (((v) + MOD - 1) % MOD)
+#define OFF(v) (((v) + MOD - base) % MOD) /* distance from base, across the wrap */
 
 /* Trigger.state */
 bit reserved, running;
@@ -66,6 +70,7 @@ bit served;           /* f started for lastV or later since */
 bit ran;              /* f has started */
 byte lastRun;         /* the version f last started for */
 byte base;
+bit due[MOD];         /* the timer of this version is armed with no delay and unclaimed */
 
 #define LOAD atomic { lr = reserved; lu = running; lv = ver }
 #define CURRENT (reserved == lr && running == lu && ver == lv)
@@ -82,7 +87,8 @@ inline published(kind, v) {
 }
 
 
-/* Fire is FireAfter(0): reserve while running, otherwise advance and arm. */
+/* Fire is FireAfter(0): reserve while running; otherwise coalesce into a
+ * due pending timer, or advance and arm one with no delay. */
 proctype Fire() {
 	bit lr, lu, nr, nu, ok;
 	byte lv, nv;
@@ -93,13 +99,30 @@ proctype Fire() {
 #if MUTANT == 2
 	            nv = lv                             /* reserve does not advance */
 #endif
-	   :: else -> nr = 0; nu = lu; nv = INC(lv)   /* advance */
+	   :: !lu && due[lv] ->                       /* coalesce: the pending shot is due */
+	      atomic {
+		if
+		:: CURRENT -> published(FIRE, lv); ok = 1 /* CAS(s, s) */
+		:: else -> ok = 0
+		fi
+	      };
+	      if
+	      :: !ok -> FORGET; goto retry
+#if MUTANT == 5
+	      :: ok -> FORGET; goto coalesced           /* coalesce does not look again */
+#else
+	      :: ok && due[lv] -> FORGET; goto coalesced /* still due */
+	      :: ok && !due[lv] -> skip                 /* claimed meanwhile */
+#endif
+	      fi;
+	      nr = 0; nu = lu; nv = INC(lv)
+	   :: !lu -> nr = 0; nu = lu; nv = INC(lv)    /* advance (the shot may be out of the slot) */
 	   fi;
 	   atomic {
 		if
 		:: CURRENT -> PUBLISH; published(FIRE, nv); ok = 1;
 		   if
-		   :: !lu -> run Timer(nv)
+		   :: !lu -> due[nv] = 1; run Timer(nv)
 		   :: else -> skip
 		   fi
 		:: else -> ok = 0
@@ -109,8 +132,12 @@ proctype Fire() {
 	   if
 	   :: ok -> break
 	   :: else -> skip
-	   fi
-	od
+	   fi;
+retry:
+	   skip
+	od;
+coalesced:
+	skip
 }
 
 /* FireAfter(d) with d > 0: advance and arm. */
@@ -160,10 +187,12 @@ proctype Suspend() {
 	od
 }
 
-/* Timer is a timer callback for version v: Trigger.start. */
+/* Timer is a timer callback for version v: shot.run's claim, then
+ * Trigger.start. */
 proctype Timer(byte v) {
 	bit lr, lu, nr, nu, ok;
 	byte lv, nv, x;
+	due[v] = 0; /* claim */
 	do
 	:: LOAD;
 	   if
@@ -195,7 +224,7 @@ proctype Timer(byte v) {
 /* Loop is Trigger.loop: the goroutine holding the running bit, about to
  * call f for v, or inside it already. */
 proctype Loop(byte v; bit inside) {
-	bit lr, lu, nr, nu, ok, fok;
+	bit lr, lu, nr, nu, ok, fok, fnow;
 	byte lv, nv, x;
 	if
 	:: inside -> goto infunc
@@ -214,7 +243,8 @@ begin:
 infunc:
 	if
 	:: fok = 0
-	:: atomic { okLeft > 0 -> okLeft--; fok = 1 }
+	:: atomic { okLeft > 0 -> okLeft--; fok = 1; fnow = 1 } /* (0, true) */
+	:: atomic { okLeft > 0 -> okLeft--; fok = 1 }           /* (d, true) */
 	:: atomic { panicLeft > 0 -> panicLeft-- }; goto abort
 	fi;
 	do                                                    /* finish */
@@ -231,8 +261,8 @@ infunc:
 		if
 		:: CURRENT -> PUBLISH; ok = 1;
 		   if
-		   :: x == AGAIN -> sup = 0; v = nv
-		   :: x == ARM -> assert(fok && !sup); owners--; run Timer(nv)
+		   :: x == AGAIN -> sup = 0; v = nv; fok = 0; fnow = 0
+		   :: x == ARM -> assert(fok && !sup); owners--; due[nv] = fnow; run Timer(nv)
 		   :: x == IDLE -> owners--
 		   fi
 		:: else -> ok = 0
@@ -259,7 +289,7 @@ abort:
 		if
 		:: CURRENT -> PUBLISH; owners--; ok = 1;
 		   if
-		   :: x == ARM -> run Timer(nv)
+		   :: x == ARM -> due[nv] = 1; run Timer(nv)
 		   :: else -> skip
 		   fi
 		:: else -> ok = 0
@@ -287,10 +317,11 @@ init {
 	byte i;
 	atomic {
 		ver = START;
-		base = (START + 254) % 256;
+		base = (START + MOD - 2) % MOD;
 		if
 		:: skip                                               /* idle */
 		:: last = FIRE; lastV = ver; run Timer(ver)           /* timer pending */
+		:: last = FIRE; lastV = ver; due[ver] = 1; run Timer(ver) /* no-delay timer pending */
 		:: last = SUSPEND; lastV = ver; run Timer(DEC(ver))   /* stale timer */
 		:: last = FIRE; lastV = ver; run Timer(DEC(ver)); run Timer(ver)
 		:: running = 1; owners = 1; ran = 1; lastRun = ver;  /* running */
