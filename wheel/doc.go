@@ -1,0 +1,72 @@
+// Package wheel is a hashed hierarchical timing wheel: a
+// circulation.Scheduler that keeps millions of pending timers in a third
+// of the memory time.AfterFunc needs, arms them at about 0.6 and stops
+// them at 0.3 of its cost, and never fires one early.
+//
+//	w := wheel.New() // 1 ms slots, 512 per level
+//	defer w.Stop()
+//	t := w.AfterFunc(30*time.Second, onTimeout)
+//	t.Stop()                        // O(1); true if it stopped the call
+//	tr := circulation.Bind(w, task) // a Trigger on the wheel
+//
+// Guarantees, each with a test: a callback never runs before its deadline
+// (now + d, read at the AfterFunc call); it runs once the wheel's goroutine
+// wakes after the deadline, at most about one tick late; any delay works,
+// up to the 292 years of a time.Duration; a callback that blocks never
+// delays another; a wheel with nothing due sleeps; Timer.Stop is O(1) and
+// the wheel lets go of the timer at once; everything is safe for
+// concurrent use; after Wheel.Stop no callback starts and the wheel's
+// goroutine is gone. The figures below are medians from bench/cmd/compare
+// (fresh process per figure, 1M timers, 2 cores shared with other work).
+//
+// Levels, not rounds. A timer due at tick T sits on the level of the
+// highest base-512 digit in which T differs from the current tick, in the
+// slot that digit names; when the current tick reaches the start of a
+// slot's span, the slot's timers move down. A timer moves at most once per
+// level (with 1 ms ticks: once for delays up to 4.4 minutes, twice up to
+// 37 hours) and is not touched otherwise. Rounds, as in Netty, Dubbo and
+// go-zero, visit every timer of a slot on every revolution: holding 1M
+// timers due in one to two minutes costs a rounds wheel 318 ms of CPU per
+// second (go-zero 362 ms); this wheel, 0.1 ms.
+//
+// Exact deadlines. A timer keeps its deadline to the nanosecond, as an
+// offset within its tick. Each level-0 slot records its earliest deadline
+// and the wheel's goroutine sleeps until the first slot's, rather than
+// until the tick ends. Rounding up to the tick made lateness p50/p99
+// 1.09/2.02 ms (time.AfterFunc: 0.53/2.04); exact, it is 0.52/1.10 ms
+// (time.AfterFunc: 0.51/1.31). Only a timer whose tick starts a span above
+// level 0 (one tick in 512) waits for its slot to move down, up to a tick.
+//
+// Sleeping. The goroutine sleeps until the earliest event of any shard, a
+// deadline or a slot moving down; AfterFunc kicks it only when it brings
+// that event forward. With one timer an hour away the process uses 64 µs
+// of CPU per second (time.AfterFunc 41); go-zero, which ticks every
+// millisecond, 19 ms.
+//
+// Runners, not a goroutine per callback. Due callbacks go to a queue
+// served by runner goroutines that never park; a runner that takes a
+// callback while others wait and no runner is free starts another first,
+// so a blocked callback holds up only its own runner while quick ones
+// share a few. With 1M timers due within 1 s, CPU s / peak RSS MB:
+// time.AfterFunc 2.96 / 668, a goroutine per callback 1.63 / 137, a fixed
+// pool of 8 1.08 / 91 (and one slow callback stalls it), runners 0.84 /
+// 71, inline on the wheel's goroutine 0.82 / 68.
+//
+// 32-byte timers, slots as deques. The Timer AfterFunc returns is the
+// timer itself (callback, shard, tick, position, deadline offset: 32
+// bytes), the only allocation. A slot is a slice of timer pointers used as
+// a deque with virtual positions, so stopping the oldest timer, the usual
+// timeout, touches no other timer (49 CPU ns per Stop, against 83 when the
+// slot's last timer filled the hole), and compacting a slot rewrites no
+// position: 42 bytes per pending timer against 130 for time.AfterFunc.
+//
+// Shards. Timers are spread over 4 shards per processor (at most 64), each
+// with its own lock; AfterFunc uses a shard tied to its processor through
+// a sync.Pool of hints, and the goroutine skips shards with nothing due
+// without locking them. Two goroutines do 3.37M operations per CPU second,
+// one goroutine 3.31M: they do not contend.
+//
+// Defaults. A 1 ms tick matches the runtime's own sleep granularity on
+// Linux; 512 slots per level keep a level's bitmap at 8 words and timeouts
+// of minutes on one move. 64 or 4096 slots measured the same within noise.
+package wheel

@@ -1,0 +1,54 @@
+package wheel
+
+// A timer is one pending call of a Wheel: the circulation.Timer that
+// AfterFunc returns. It is 32 bytes, the only allocation of AfterFunc; the
+// wheel refers to it from one slot, so Stop frees everything at once except
+// the 32 bytes the caller's own reference keeps.
+//
+// sh never changes. f, at, off and pos are guarded by sh.mu; at and off are
+// written before the timer is placed.
+type timer struct {
+	f   func() // the callback while the timer is pending; nil once it has fired or was stopped or dropped
+	sh  *shard // the shard that holds it; nil for a timer that fired in AfterFunc
+	at  uint64 // its deadline rounded up to a tick, counted in ticks from the Wheel's start
+	pos uint32 // its position in its slot (see slot)
+	off uint32 // its exact deadline is at ticks less off units (see shard.exact)
+}
+
+// fired is the Timer AfterFunc returns for a callback it started at once.
+var fired = &timer{}
+
+// Stop prevents the timer's callback from running. It reports whether the
+// call stopped the timer: false if the callback has already been started
+// or the timer was already stopped. A timer that Wheel.Stop dropped counts
+// as stopped by the first Stop after the drop, which reports true: its
+// callback will never run, and an owner that accounts for its timers by
+// Stop's result (as a Trigger does) must learn so. Stop does not wait for
+// the callback to complete. It takes O(1) time, holding the lock of one
+// shard, and the wheel keeps no reference to a stopped timer. It is safe
+// for concurrent use.
+func (t *timer) Stop() bool {
+	sh := t.sh
+	if sh == nil {
+		return false
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if t.f == nil {
+		if t.at == dropped {
+			t.at = claimed
+			return true
+		}
+		return false
+	}
+	sh.remove(t)
+	return true
+}
+
+// Values of at once a timer is not pending, where no pending timer's at
+// can be (a pending timer is due after tick 0): dropped by Wheel.Stop and
+// not yet stopped, then claimed by the first Stop.
+const (
+	dropped = 0
+	claimed = 1
+)
