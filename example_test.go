@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/circulation-go/circulation"
+	"github.com/circulation-go/circulation/wheel"
 )
 
 // A Trigger runs its task when fired, then again whenever the task asks:
@@ -158,6 +159,46 @@ func ExampleTrigger_Stop() {
 	// Stop with a deadline: context deadline exceeded
 	// saved
 	// Stop: <nil>
+}
+
+// A timing wheel is a Scheduler for many timers. Here each of a thousand
+// connections has an idle Trigger on one wheel, fired again by every
+// message: the latest FireAfter wins and stops the timer it replaces, so
+// the wheel holds one timer per connection however many messages come.
+func Example_wheel() {
+	w := wheel.New(wheel.WithTick(time.Millisecond), wheel.WithSlots(512))
+	defer w.Stop()
+
+	closed := make(chan int)
+	idle := make([]*circulation.Trigger, 1000)
+	for i := range idle {
+		idle[i] = circulation.Bind(w, func(context.Context) (time.Duration, bool) {
+			closed <- i // silent for too long: close the connection
+			return 0, false
+		})
+	}
+	for range 3 { // three messages on every connection
+		for _, t := range idle {
+			t.FireAfter(time.Minute)
+		}
+	}
+	fmt.Println("timers pending:", w.Len())
+
+	idle[7].Fire() // connection 7 says goodbye: close it now, not in a minute
+	fmt.Println("closed connection", <-closed)
+	fmt.Println("timers pending:", w.Len())
+
+	for _, t := range idle {
+		if err := t.Stop(context.Background()); err != nil {
+			fmt.Println(err)
+		}
+	}
+	fmt.Println("timers pending after Stop:", w.Len())
+	// Output:
+	// timers pending: 1000
+	// closed connection 7
+	// timers pending: 999
+	// timers pending after Stop: 0
 }
 
 // A task that fails three times, succeeds, then fails for good. Failures
