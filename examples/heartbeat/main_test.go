@@ -35,6 +35,7 @@ func story(t *testing.T, w io.Writer) *report {
 // the last thing it read (at most a tick later): every read fires the idle
 // Trigger again. No connection with a live peer is ever closed.
 func TestIdleConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := story(t, io.Discard)
 		dead := 0
@@ -59,6 +60,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 // requests fires the beat Trigger again and so puts the heartbeat off,
 // sends none until its requests stop.
 func TestHeartbeatsOnlyWhenNothingWasWritten(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := story(t, io.Discard)
 		for i, c := range r.conns {
@@ -81,6 +83,7 @@ func TestHeartbeatsOnlyWhenNothingWasWritten(t *testing.T) {
 // wheel, or cancelled when its connection closed: a request times out if
 // and only if its reply was too slow or never came.
 func TestRequestsTimeOutExactlyWhenTheReplyIsLate(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := story(t, io.Discard)
 		var total connStats
@@ -103,6 +106,7 @@ func TestRequestsTimeOutExactlyWhenTheReplyIsLate(t *testing.T) {
 // Stopping the Triggers leaves nothing on the wheel, and on the fake clock
 // no callback runs early or more than a tick late.
 func TestWheelFiresOnlyWhatIsDue(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var out bytes.Buffer
 		r := story(t, &out)
@@ -130,6 +134,7 @@ func TestWheelFiresOnlyWhatIsDue(t *testing.T) {
 // leaves nothing on the wheel: it closes each connection before it stops
 // its Triggers, so a late reply cannot fire one again.
 func TestInterruptLeavesNothingPending(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 1234567*time.Microsecond)
 		defer cancel()
@@ -140,6 +145,7 @@ func TestInterruptLeavesNothingPending(t *testing.T) {
 }
 
 func TestBadInputExitsWithStatus2(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -157,7 +163,10 @@ func TestBadInputExitsWithStatus2(t *testing.T) {
 	}
 }
 
+// The real program, on the real clock, takes 3s: every test of the file
+// is parallel so that this one overlaps the others.
 func TestRunsFromTheCommandLine(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, code := cmdtest.Run(t, "-conns", "100")
 	assert.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "every Trigger stopped: 0 timers pending on the wheel\n")
