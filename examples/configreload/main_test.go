@@ -175,21 +175,13 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestBadInputExitsWithStatus2(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-interval", "0"}, "configreload: -interval must be between 100ms and 1.5s, got 0s (see -h)\n"},
-		{[]string{"-interval", "10s"}, "configreload: -interval must be between 100ms and 1.5s, got 10s (see -h)\n"},
-		{[]string{"-interval", "soon"}, "configreload: invalid value \"soon\" for flag -interval: parse error (see -h)\n"},
-		{[]string{"-speed", "2"}, "configreload: flag provided but not defined: -speed (see -h)\n"},
-		{[]string{"now"}, "configreload: unexpected argument \"now\" (see -h)\n"},
-	} {
-		stdout, stderr, code := cmdtest.Run(t, tc.args...)
-		assert.Equal(t, 2, code, "%v", tc.args)
-		assert.Equal(t, tc.want, stderr, "%v", tc.args)
-		assert.Empty(t, stdout, "%v", tc.args)
-	}
+	cmdtest.BadInput{
+		"-interval 0":    "configreload: -interval must be between 100ms and 1.5s, got 0s (see -h)",
+		"-interval 10s":  "configreload: -interval must be between 100ms and 1.5s, got 10s (see -h)",
+		"-interval soon": "configreload: invalid value \"soon\" for flag -interval: parse error (see -h)",
+		"-speed 2":       "configreload: flag provided but not defined: -speed (see -h)",
+		"now":            "configreload: unexpected argument \"now\" (see -h)",
+	}.Check(t)
 }
 
 func TestHelp(t *testing.T) {

@@ -146,21 +146,13 @@ func TestInterruptLeavesNothingPending(t *testing.T) {
 
 func TestBadInputExitsWithStatus2(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-conns", "5"}, "heartbeat: -conns must be between 10 and 100000, got 5 (see -h)\n"},
-		{[]string{"-conns", "1e9"}, "heartbeat: invalid value \"1e9\" for flag -conns: parse error (see -h)\n"},
-		{[]string{"-conns", "1000000"}, "heartbeat: -conns must be between 10 and 100000, got 1000000 (see -h)\n"},
-		{[]string{"-heartbeat", "1s"}, "heartbeat: flag provided but not defined: -heartbeat (see -h)\n"},
-		{[]string{"all"}, "heartbeat: unexpected argument \"all\" (see -h)\n"},
-	} {
-		stdout, stderr, code := cmdtest.Run(t, tc.args...)
-		assert.Equal(t, 2, code, "%v", tc.args)
-		assert.Equal(t, tc.want, stderr, "%v", tc.args)
-		assert.Empty(t, stdout, "%v", tc.args)
-	}
+	cmdtest.BadInput{
+		"-conns 5":       "heartbeat: -conns must be between 10 and 100000, got 5 (see -h)",
+		"-conns 1e9":     "heartbeat: invalid value \"1e9\" for flag -conns: parse error (see -h)",
+		"-conns 1000000": "heartbeat: -conns must be between 10 and 100000, got 1000000 (see -h)",
+		"-heartbeat 1s":  "heartbeat: flag provided but not defined: -heartbeat (see -h)",
+		"all":            "heartbeat: unexpected argument \"all\" (see -h)",
+	}.Check(t)
 }
 
 // The real program, on the real clock, takes 3s: every test of the file

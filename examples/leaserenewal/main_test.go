@@ -174,21 +174,13 @@ func TestInterrupted(t *testing.T) {
 }
 
 func TestBadInputExitsWithStatus2(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-lease", "10ms"}, "leaserenewal: -lease must be between 60ms and 1.5s, got 10ms (see -h)\n"},
-		{[]string{"-lease", "30s"}, "leaserenewal: -lease must be between 60ms and 1.5s, got 30s (see -h)\n"},
-		{[]string{"-lease", "long"}, "leaserenewal: invalid value \"long\" for flag -lease: parse error (see -h)\n"},
-		{[]string{"-lease"}, "leaserenewal: flag needs an argument: -lease (see -h)\n"},
-		{[]string{"orders"}, "leaserenewal: unexpected argument \"orders\" (see -h)\n"},
-	} {
-		stdout, stderr, code := cmdtest.Run(t, tc.args...)
-		assert.Equal(t, 2, code, "%v", tc.args)
-		assert.Equal(t, tc.want, stderr, "%v", tc.args)
-		assert.Empty(t, stdout, "%v", tc.args)
-	}
+	cmdtest.BadInput{
+		"-lease 10ms": "leaserenewal: -lease must be between 60ms and 1.5s, got 10ms (see -h)",
+		"-lease 30s":  "leaserenewal: -lease must be between 60ms and 1.5s, got 30s (see -h)",
+		"-lease long": "leaserenewal: invalid value \"long\" for flag -lease: parse error (see -h)",
+		"-lease":      "leaserenewal: flag needs an argument: -lease (see -h)",
+		"orders":      "leaserenewal: unexpected argument \"orders\" (see -h)",
+	}.Check(t)
 }
 
 func TestRunsFromTheCommandLine(t *testing.T) {

@@ -133,23 +133,15 @@ func TestOutput(t *testing.T) {
 }
 
 func TestBadInputExitsWithStatus2(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-clicks", "0"}, "randomclick: -clicks must be at least 1, got 0 (see -h)\n"},
-		{[]string{"-clicks", "many"}, "randomclick: invalid value \"many\" for flag -clicks: parse error (see -h)\n"},
-		{[]string{"-mean", "1ms"}, "randomclick: -mean must be at least 10ms, got 1ms (see -h)\n"},
-		{[]string{"-stddev", "-5ms"}, "randomclick: -stddev must be between 0 and -mean (300ms), got -5ms (see -h)\n"},
-		{[]string{"-clicks", "100", "-mean", "1s"}, "randomclick: -clicks × -mean must be at most 8s so that the demo ends soon, got 100 × 1s (see -h)\n"},
-		{[]string{"-seed", "-1"}, "randomclick: invalid value \"-1\" for flag -seed: parse error (see -h)\n"},
-		{[]string{"go"}, "randomclick: unexpected argument \"go\" (see -h)\n"},
-	} {
-		stdout, stderr, code := cmdtest.Run(t, tc.args...)
-		assert.Equal(t, 2, code, "%v", tc.args)
-		assert.Equal(t, tc.want, stderr, "%v", tc.args)
-		assert.Empty(t, stdout, "%v", tc.args)
-	}
+	cmdtest.BadInput{
+		"-clicks 0":            "randomclick: -clicks must be at least 1, got 0 (see -h)",
+		"-clicks many":         "randomclick: invalid value \"many\" for flag -clicks: parse error (see -h)",
+		"-mean 1ms":            "randomclick: -mean must be at least 10ms, got 1ms (see -h)",
+		"-stddev -5ms":         "randomclick: -stddev must be between 0 and -mean (300ms), got -5ms (see -h)",
+		"-clicks 100 -mean 1s": "randomclick: -clicks × -mean must be at most 8s so that the demo ends soon, got 100 × 1s (see -h)",
+		"-seed -1":             "randomclick: invalid value \"-1\" for flag -seed: parse error (see -h)",
+		"go":                   "randomclick: unexpected argument \"go\" (see -h)",
+	}.Check(t)
 }
 
 func TestRunsFromTheCommandLine(t *testing.T) {

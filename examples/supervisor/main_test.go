@@ -132,21 +132,13 @@ func TestInterruptWaitsForTheHungAttempt(t *testing.T) {
 }
 
 func TestBadInputExitsWithStatus2(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-base", "1s"}, "supervisor: -base must be between 10ms and 150ms, got 1s (see -h)\n"},
-		{[]string{"-base", "-5ms"}, "supervisor: -base must be between 10ms and 150ms, got -5ms (see -h)\n"},
-		{[]string{"-base", "fast"}, "supervisor: invalid value \"fast\" for flag -base: parse error (see -h)\n"},
-		{[]string{"-jitter", "0.2"}, "supervisor: flag provided but not defined: -jitter (see -h)\n"},
-		{[]string{"run"}, "supervisor: unexpected argument \"run\" (see -h)\n"},
-	} {
-		stdout, stderr, code := cmdtest.Run(t, tc.args...)
-		assert.Equal(t, 2, code, "%v", tc.args)
-		assert.Equal(t, tc.want, stderr, "%v", tc.args)
-		assert.Empty(t, stdout, "%v", tc.args)
-	}
+	cmdtest.BadInput{
+		"-base 1s":    "supervisor: -base must be between 10ms and 150ms, got 1s (see -h)",
+		"-base -5ms":  "supervisor: -base must be between 10ms and 150ms, got -5ms (see -h)",
+		"-base fast":  "supervisor: invalid value \"fast\" for flag -base: parse error (see -h)",
+		"-jitter 0.2": "supervisor: flag provided but not defined: -jitter (see -h)",
+		"run":         "supervisor: unexpected argument \"run\" (see -h)",
+	}.Check(t)
 }
 
 func TestRunsFromTheCommandLine(t *testing.T) {

@@ -61,3 +61,19 @@ func Run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	}
 	return out.String(), errOut.String(), code
 }
+
+// BadInput maps command lines to the one line each must print on stderr.
+type BadInput map[string]string
+
+// Check runs the program with each command line in b (split at spaces)
+// and fails t unless the program prints exactly the expected line on
+// stderr, nothing on stdout, and exits with status 2.
+func (b BadInput) Check(t *testing.T) {
+	t.Helper()
+	for line, want := range b {
+		stdout, stderr, code := Run(t, strings.Fields(line)...)
+		if code != 2 || stderr != want+"\n" || stdout != "" {
+			t.Errorf("%s\n got exit %d, stderr %q, stdout %q\nwant exit 2, stderr %q, no stdout", line, code, stderr, stdout, want+"\n")
+		}
+	}
+}
