@@ -184,7 +184,7 @@ func summary(w io.Writer, r *report) {
 		}
 	}
 	fmt.Fprintf(w, "closed %d of the %d connections whose peer went away, %v to %v after their last read; closed %d live ones\n",
-		closedDead, dead, quiet, quietest.Round(time.Microsecond), closedLive)
+		closedDead, dead, quiet.Round(time.Microsecond), quietest.Round(time.Microsecond), closedLive)
 	late := slices.Clone(r.late)
 	slices.Sort(late)
 	if len(late) > 0 {
