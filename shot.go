@@ -106,3 +106,110 @@ func (t *Trigger) release(sh *shot, n int32) {
 		t.spare.Store(sh) // a shot already there is dropped: one spare is enough
 	}
 }
+
+// arm starts a timer for version v and makes it the pending one.
+func (t *Trigger) arm(v uint32, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	sh := t.newShot(v, d)
+	t.live.Add(1)
+	if sh.timer != nil {
+		// A recycled shot: its *time.Timer was stopped or has fired and
+		// its callback has returned, so Reset arms it afresh without
+		// allocating.
+		sh.timer.(*time.Timer).Reset(d)
+	} else {
+		sh.timer = t.sched.AfterFunc(d, sh.fire)
+	}
+	t.settle(sh)
+	// A Suspend or a reserving Fire that advanced the version after v has
+	// already cleared the slot, before settle put sh there: clear it
+	// again so that no superseded timer outlives its purpose.
+	if c := version(t.state.Load()); c != v {
+		t.disarm(c)
+	}
+}
+
+// settle puts sh in the pending slot, keeping whichever of the shots it meets
+// there is newest and killing the others.
+//
+// The slot is only ever changed with Swap, never with CompareAndSwap: each
+// Swap hands the displaced shot to exactly one goroutine, which then owns it
+// and must either put it back or kill it. Ownership is never shared, so a
+// recycled shot can never be mistaken for its earlier incarnation (no ABA).
+func (t *Trigger) settle(sh *shot) {
+	for sh != nil {
+		v := sh.version.Load() // read while we own sh: once in the slot it may be killed and recycled
+		old := t.pending.Swap(sh)
+		if old == nil {
+			return
+		}
+		if !newer(old.version.Load(), v) {
+			t.kill(old)
+			return
+		}
+		// A newer arming got there first: put it back, and own what
+		// comes out (sh itself, unless yet another goroutine got in).
+		sh = old
+	}
+}
+
+// disarm empties the pending slot of any shot armed before v.
+func (t *Trigger) disarm(v uint32) {
+	old := t.pending.Swap(nil)
+	if old == nil {
+		return
+	}
+	if newer(v, old.version.Load()) {
+		t.kill(old)
+		return
+	}
+	t.settle(old) // armed at v or later: it stays
+}
+
+type coalescing uint8
+
+// testHookCoalesce, if set by a test, runs in coalesce between the first look
+// at the pending shot and the compare-and-swap that validates it.
+var testHookCoalesce func()
+
+const (
+	notCoalesced coalescing = iota // arm a timer as usual
+	coalesced                      // the pending arming will run the Func after this call
+	retry                          // the state changed meanwhile: start over
+)
+
+// coalesce lets a Fire on an idle Trigger ride on a pending arming with no
+// delay whose callback has not started yet: that callback will start the
+// Func after this call, which is all the Fire asks for, so arming another
+// timer to supersede it would change nothing but the cost. s is the state the
+// caller loaded, not running.
+//
+// The pending shot is not ours, so it is only inspected, through atomic
+// fields. A compare-and-swap of s with itself then proves that nothing
+// happened to the state between that load and now; it cannot tell whether a
+// run started and finished in between (the state would be s again), so the
+// shot is checked again after it: still unclaimed means its callback has not
+// even begun, and will find the version unchanged unless a later call
+// supersedes both.
+func (t *Trigger) coalesce(s uint32) coalescing {
+	v := version(s)
+	due := func(p *shot) bool {
+		return p.version.Load() == v && p.flags.Load()&(shotNow|shotClaimed|shotDead) == shotNow
+	}
+	p := t.pending.Load()
+	if p == nil || !due(p) {
+		return notCoalesced
+	}
+	if testHookCoalesce != nil {
+		testHookCoalesce()
+	}
+	if !t.state.CompareAndSwap(s, s) {
+		return retry
+	}
+	if !due(p) {
+		return notCoalesced
+	}
+	return coalesced
+}

@@ -45,9 +45,10 @@ func delays(n int) []time.Duration {
 
 func nop() {}
 
-// armAll arms a timer for each delay, with a callback that does nothing.
-func armAll(sched circulation.Scheduler, ds []time.Duration) []circulation.Timer {
-	timers := make([]circulation.Timer, 0, len(ds))
+// armAll arms a timer for each delay, with a callback that does nothing,
+// and returns them in a slice with room for extra more.
+func armAll(sched circulation.Scheduler, ds []time.Duration, extra int) []circulation.Timer {
+	timers := make([]circulation.Timer, 0, len(ds)+extra)
 	for _, d := range ds {
 		timers = append(timers, sched.AfterFunc(d, nop))
 	}
@@ -68,7 +69,7 @@ func BenchmarkAfterFunc(b *testing.B) {
 			sched, stop := s.new()
 			defer stop()
 			ds := delays(pending + b.N)
-			timers := armAll(sched, ds[:pending])
+			timers := armAll(sched, ds[:pending], b.N)
 			b.ReportAllocs()
 			runtime.GC()
 			b.ResetTimer()
@@ -88,7 +89,7 @@ func BenchmarkStop(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			sched, stop := s.new()
 			defer stop()
-			timers := armAll(sched, delays(pending+b.N))
+			timers := armAll(sched, delays(pending+b.N), 0)
 			b.ReportAllocs()
 			runtime.GC()
 			b.ResetTimer()

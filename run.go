@@ -1,0 +1,138 @@
+package circulation
+
+import (
+	"context"
+	"time"
+)
+
+// This file is the running side of a Trigger: what happens on the goroutine
+// of a timer callback that owns the running bit, from the first iteration to
+// the last, and how Suspend reaches the context of the iteration in flight.
+
+// run is the iteration in flight: the version it runs for and the cancel
+// function of its context.
+type run struct {
+	version uint32
+	cancel  context.CancelFunc
+}
+
+// start is a timer callback for version v: it either runs the Func, leaves
+// a reservation for the run in flight, or finds itself stale.
+func (t *Trigger) start(v uint32) {
+	for {
+		s := t.state.Load()
+		n, e := enter(s, v)
+		if e == entryStale {
+			return
+		}
+		if t.state.CompareAndSwap(s, n) {
+			if e == entryRun {
+				t.loop(v)
+			}
+			return
+		}
+	}
+}
+
+// loop runs the Func for version v, then again for as long as runs were
+// reserved meanwhile, and arms the next timer if the last run asked for one.
+// The caller holds the running bit; loop gives it up on every way out,
+// including a panic or runtime.Goexit in the Func.
+func (t *Trigger) loop(v uint32) {
+	normal := false
+	defer func() {
+		if !normal {
+			t.abort()
+		}
+	}()
+	for {
+		next, ok := t.iterate(v)
+		s, x := t.finish(v, ok)
+		if x == exitAgain {
+			v = version(s)
+			continue
+		}
+		if x == exitArm {
+			t.arm(version(s), next)
+		}
+		break
+	}
+	normal = true
+}
+
+// iterate runs the Func once with a fresh context.
+func (t *Trigger) iterate(v uint32) (next time.Duration, ok bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.begin(v, cancel)
+	defer t.end(cancel)
+	if t.onPanic != nil {
+		defer func() {
+			if r := recover(); r != nil {
+				next, ok = 0, false
+				t.onPanic(r)
+			}
+		}()
+	}
+	return t.f(ctx)
+}
+
+// finish publishes the end of an iteration (see finish in state.go).
+func (t *Trigger) finish(v uint32, ok bool) (uint32, exit) {
+	for {
+		s := t.state.Load()
+		n, x := finish(s, v, ok)
+		if t.state.CompareAndSwap(s, n) {
+			return n, x
+		}
+	}
+}
+
+// abort gives up the running bit while the Func panics or exits the
+// goroutine (see abort in state.go).
+func (t *Trigger) abort() {
+	for {
+		s := t.state.Load()
+		n, x := abort(s)
+		if t.state.CompareAndSwap(s, n) {
+			if x == exitArm {
+				t.arm(version(n), 0)
+			}
+			return
+		}
+	}
+}
+
+// begin publishes the context of an iteration that runs for version v.
+func (t *Trigger) begin(v uint32, cancel context.CancelFunc) {
+	t.runMu.Lock()
+	defer t.runMu.Unlock()
+	t.cur = run{version: v, cancel: cancel}
+	if t.hasLate && newer(t.late, v) {
+		cancel()
+	}
+	t.hasLate = false
+}
+
+// end withdraws the context published by begin and releases it.
+func (t *Trigger) end(cancel context.CancelFunc) {
+	t.runMu.Lock()
+	t.cur = run{}
+	t.runMu.Unlock()
+	cancel()
+}
+
+// cancelBefore cancels the context of the iteration in flight if it runs for
+// a version older than v (the version of a Suspend).
+func (t *Trigger) cancelBefore(v uint32) {
+	t.runMu.Lock()
+	defer t.runMu.Unlock()
+	if t.cur.cancel == nil {
+		// The running bit is set but the iteration has not published its
+		// context yet, or is between two iterations: begin cancels it.
+		t.late, t.hasLate = v, true
+		return
+	}
+	if newer(v, t.cur.version) {
+		t.cur.cancel()
+	}
+}
