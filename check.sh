@@ -39,6 +39,11 @@ for m in "${modules[@]}"; do
 	)
 done
 
+if [ -f bench/go.mod ]; then
+	step "bench: the comparison with other timer libraries, smoke run"
+	(cd bench && go run ./cmd/compare -smoke)
+fi
+
 step "fuzz the state transitions for a few seconds"
 go test -run '^$' -fuzz '^FuzzTransitions$' -fuzztime 5s .
 

@@ -17,7 +17,8 @@
 //  1. The task never runs concurrently with itself.
 //  2. The latest call wins. Every Fire, FireAfter and Suspend supersedes all
 //     earlier ones: FireAfter(5*time.Minute) then FireAfter(time.Minute) runs
-//     once, at one minute; Fire then Suspend runs nothing.
+//     once, at one minute; Fire then Suspend runs nothing, unless the run
+//     had already begun.
 //  3. No fire is lost. A fire during a run lets the run complete, then causes
 //     exactly one more run, at the later of the run's end and the fire's due
 //     time; any number of fires during one run coalesce into that one.
@@ -28,13 +29,20 @@
 // running iteration's context and does not wait; Stop suspends and waits
 // until nothing of the Trigger's runs or is pending.
 //
-// Fire, FireAfter and Suspend take no lock. The whole state of a Trigger is
-// one uint32 (a reservation bit, a running bit and a 30-bit version) changed
-// by compare-and-swap; see state.go. A superseded timer is stopped at once,
-// so a Trigger fired a million times holds one timer, not a million.
+// Supervise builds a backoff loop on a Trigger: each attempt of a
+// func(ctx) error gets a timeout, failures stretch the delay up to a
+// ceiling, a success resets it, and an attempt that overstays its timeout
+// is abandoned but never joined by a second one.
+//
+// Fire and FireAfter take no lock, and Suspend takes one only to cancel a
+// run in flight: the whole state of a Trigger is one uint32 (a reservation
+// bit, a running bit and a 30-bit version) changed by compare-and-swap; see
+// state.go. A superseded timer is stopped at once, so a Trigger fired a
+// million times holds one timer, not a million.
 //
 // Time is the Scheduler's: RuntimeScheduler (the default) uses
 // time.AfterFunc, so a Trigger works inside a testing/synctest bubble with the
 // bubble's fake clock; package wheel is a timing wheel for millions of
-// timers; tests may pass a Scheduler of their own.
+// timers; tests may pass a Scheduler of their own. The examples directory
+// of the repository holds runnable programs: go run ./examples/configreload.
 package circulation

@@ -25,6 +25,11 @@ type Scheduler interface {
 // Stop prevents the call from happening. It reports whether the call stopped
 // the timer, false if the callback has already been started or the timer
 // was already stopped. Stop does not wait for the callback to complete.
+//
+// A Trigger counts on one promise: a call that will never happen (stopped,
+// or dropped by a Scheduler that shut down) makes one Stop report true. A
+// Timer whose Stop reports false must still call its function; otherwise a
+// Trigger's Stop waits for that call until its context ends.
 type Timer interface {
 	Stop() bool
 }

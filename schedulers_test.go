@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/circulation-go/circulation"
+	"github.com/circulation-go/circulation/wheel"
 )
 
 // schedulers are the Schedulers the behaviour suite runs over. slack is how
@@ -18,6 +19,11 @@ var schedulers = []struct {
 }{
 	{"runtime", 0, func(*testing.T) circulation.Scheduler { return nil }},
 	{"chaos", 0, func(*testing.T) circulation.Scheduler { return chaosScheduler{} }},
+	{"wheel", time.Millisecond, func(t *testing.T) circulation.Scheduler {
+		w := wheel.New() // 1ms tick: a callback may run up to 1ms late, never early
+		t.Cleanup(func() { w.Stop() })
+		return w
+	}},
 }
 
 // chaosScheduler delivers every callback twice, at its due time and again a

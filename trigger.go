@@ -27,8 +27,10 @@ type Func func(ctx context.Context) (next time.Duration, ok bool)
 //
 // A Trigger must be created with Bind; the zero value is not usable. Its
 // methods are safe for concurrent use, including from inside the Func, and
-// none of them blocks except Stop. Fire, FireAfter and Suspend take no lock:
-// they publish one compare-and-swap on a packed uint32 (see state.go).
+// none of them blocks except Stop. Fire and FireAfter take no lock: they
+// publish one compare-and-swap on a packed uint32 (see state.go). Suspend
+// does the same, and takes a lock for a moment only to cancel the context of
+// a run in flight.
 type Trigger struct {
 	state   atomic.Uint32        // reserved | running | version; see state.go
 	pending atomic.Pointer[shot] // the timer of the latest arming, if any (see settle)
@@ -142,9 +144,10 @@ func (t *Trigger) Suspend() {
 // Stop waits for that run too.
 //
 // A stopped Trigger holds no goroutine and no timer, and it can be fired
-// again. Stop must not be called from inside the Func with a context that
-// outlives it: it would wait for itself. (The Func's own context is cancelled
-// by the Suspend, so Stop(ctx) with it returns at once.)
+// again: Stop does not prevent later calls of Fire, so stop whatever calls
+// them first. Stop must not be called from inside the Func with a context
+// that outlives it: it would wait for itself. (The Func's own context is
+// cancelled by the Suspend, so Stop(ctx) with it returns at once.)
 func (t *Trigger) Stop(ctx context.Context) error {
 	t.Suspend()
 	t.waiters.Add(1)
