@@ -201,38 +201,18 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 
 	case phFireCAS:
 		if running(a.seen) {
-			n := x.t.reserve(a.seen)
-			if !x.cas(w, a, n, phFireLoad) {
-				return true
-			}
-			x.done(a)
-			x.published(w, armFire, version(n))
-			return true
+			x.publish(w, a, x.t.reserve(a.seen), phFireLoad, armFire)
+		} else if n := x.t.advance(a.seen); x.publish(w, a, n, phFireLoad, armFire) {
+			x.arm(w, version(n), true)
 		}
-		n := x.t.advance(a.seen)
-		if !x.cas(w, a, n, phFireLoad) {
-			return true
-		}
-		x.done(a)
-		x.published(w, armFire, version(n))
-		x.arm(w, version(n), true)
 
 	case phFireAfterCAS:
-		n := x.t.advance(a.seen)
-		if !x.cas(w, a, n, phFireAfterLoad) {
-			return true
+		if n := x.t.advance(a.seen); x.publish(w, a, n, phFireAfterLoad, armFire) {
+			x.arm(w, version(n), false)
 		}
-		x.done(a)
-		x.published(w, armFire, version(n))
-		x.arm(w, version(n), false)
 
 	case phSuspendCAS:
-		n := x.t.advance(a.seen)
-		if !x.cas(w, a, n, phSuspendLoad) {
-			return true
-		}
-		x.done(a)
-		x.published(w, armSuspend, version(n))
+		x.publish(w, a, x.t.advance(a.seen), phSuspendLoad, armSuspend)
 
 	case phClaim:
 		a.ph, a.now = phStartLoad, false
@@ -318,6 +298,17 @@ func (x *explorer) cas(w *exWorld, a *exActor, n uint32, retry exPhase) bool {
 	}
 	w.s = n
 	a.seen = 0
+	return true
+}
+
+// publish is the CompareAndSwap of a Fire, FireAfter or Suspend: it
+// publishes n, which ends the actor's call, or sends it back to retry.
+func (x *explorer) publish(w *exWorld, a *exActor, n uint32, retry exPhase, k armKind) bool {
+	if !x.cas(w, a, n, retry) {
+		return false
+	}
+	x.done(a)
+	x.published(w, k, version(n))
 	return true
 }
 
