@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check.sh is the project's test command, the one CI runs: formatting, go vet,
-# staticcheck, the tests under the race detector, a short fuzz run, and every
-# benchmark once so that none of them can rot. It installs what it needs
-# itself, at pinned versions.
+# staticcheck, the tests under the race detector, the exhaustive explorer of
+# the state protocol, the spin model (if spin is installed), a short fuzz
+# run, and every benchmark once so that none of them can rot. It fetches the
+# Go tools it needs itself, at pinned versions.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -42,6 +43,16 @@ done
 if [ -f bench/go.mod ]; then
 	step "bench: the comparison with other timer libraries, smoke run"
 	(cd bench && go run ./cmd/compare -smoke)
+fi
+
+step "explore every interleaving of the state protocol (default budget)"
+go test -count=1 -run '^TestExplore' .
+
+if command -v spin >/dev/null && command -v gcc >/dev/null; then
+	step "spin: the Promela model of the state protocol"
+	spin/run.sh
+else
+	step "spin: skipped, not installed (apt-get install -y spin gcc)"
 fi
 
 step "fuzz the state transitions for a few seconds"

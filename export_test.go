@@ -20,3 +20,7 @@ func Version(t *Trigger) uint32 { return version(t.state.Load()) }
 // SetCoalesceHook makes f run inside a coalescing Fire, between its first
 // look at the pending arming and the compare-and-swap that validates it.
 func SetCoalesceHook(f func()) { testHookCoalesce = f }
+
+// SetSuspendHook makes f run inside a Suspend that found a run in flight,
+// after it published its version and before it cancels the run's context.
+func SetSuspendHook(f func()) { testHookSuspend = f }

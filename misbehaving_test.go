@@ -308,3 +308,43 @@ func TestFireCoalescesOnlyIntoUnstartedArming(t *testing.T) {
 	require.EqualValues(t, 2, c.runs.Load())
 	require.NoError(t, tr.Stop(context.Background()))
 }
+
+// TestSuspendAfterRunEndedCancelsNothingLater: a Suspend that found a run in
+// flight but reaches its context only after the run has ended must leave no
+// record behind. Once the version has moved on by half the version space,
+// such a record would look newer than a new run and cancel it.
+func TestSuspendAfterRunEndedCancelsNothingLater(t *testing.T) {
+	fs := &fakeScheduler{}
+	started, release := make(chan struct{}), make(chan struct{})
+	var ctxErrs []error
+	tr := circulation.Bind(fs, func(ctx context.Context) (time.Duration, bool) {
+		if len(ctxErrs) == 0 {
+			close(started)
+			<-release
+		}
+		ctxErrs = append(ctxErrs, ctx.Err())
+		return 0, false
+	})
+	tr.Fire()
+	loopDone := make(chan struct{})
+	go func() {
+		fs.armed()[0].release() // the first run, blocked until release
+		close(loopDone)
+	}()
+	<-started
+
+	circulation.SetSuspendHook(func() {
+		circulation.SetSuspendHook(nil)
+		close(release) // the run in flight ends...
+		<-loopDone     // ...and its loop gives up the running bit
+	})
+	defer circulation.SetSuspendHook(nil)
+	tr.Suspend()
+
+	circulation.SkipVersions(tr, 1<<29+5)
+	tr.Fire()
+	a := fs.armed()
+	a[len(a)-1].release()
+	require.Equal(t, []error{nil, nil}, ctxErrs, "a Suspend from long ago cancelled a new run")
+	require.NoError(t, tr.Stop(context.Background()))
+}

@@ -58,6 +58,15 @@ func (t *Trigger) loop(v uint32) {
 		break
 	}
 	normal = true
+	t.forgetLate()
+}
+
+// forgetLate drops what cancelBefore recorded for an iteration that will not
+// begin: the loop has given up the running bit.
+func (t *Trigger) forgetLate() {
+	t.runMu.Lock()
+	t.hasLate = false
+	t.runMu.Unlock()
 }
 
 // iterate runs the Func once with a fresh context.
@@ -94,6 +103,7 @@ func (t *Trigger) abort() {
 		s := t.state.Load()
 		n, x := abort(s)
 		if t.state.CompareAndSwap(s, n) {
+			t.forgetLate()
 			if x == exitArm {
 				t.arm(version(n), 0)
 			}
@@ -127,9 +137,16 @@ func (t *Trigger) cancelBefore(v uint32) {
 	t.runMu.Lock()
 	defer t.runMu.Unlock()
 	if t.cur.cancel == nil {
-		// The running bit is set but the iteration has not published its
-		// context yet, or is between two iterations: begin cancels it.
-		t.late, t.hasLate = v, true
+		// The running bit was set when Suspend published v, but no
+		// iteration has published its context: the next one has not begun
+		// yet, and begin cancels it. Unless the loop has ended meanwhile:
+		// then there is nothing to cancel, and a record left behind could
+		// cancel an unrelated run once the version has moved half the
+		// version space on. The loop clears the record as it ends (see
+		// forgetLate), so a Suspend that comes later must not set it.
+		if running(t.state.Load()) {
+			t.late, t.hasLate = v, true
+		}
 		return
 	}
 	if newer(v, t.cur.version) {

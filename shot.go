@@ -177,9 +177,11 @@ func (t *Trigger) disarm(v uint32) {
 
 type coalescing uint8
 
-// testHookCoalesce, if set by a test, runs in coalesce between the first look
-// at the pending shot and the compare-and-swap that validates it.
-var testHookCoalesce func()
+// Test hooks, set only by tests: testHookCoalesce runs in coalesce between
+// the first look at the pending shot and the compare-and-swap that validates
+// it; testHookSuspend runs in Suspend after it found a run in flight and
+// before it cancels that run's context.
+var testHookCoalesce, testHookSuspend func()
 
 const (
 	notCoalesced coalescing = iota // arm a timer as usual

@@ -13,7 +13,7 @@ package circulation
 // the Trigger publishes it with one CompareAndSwap, retrying from a fresh
 // load if another goroutine published first. Keeping them free of side
 // effects lets state_test.go check them against a reference model and
-// explore their interleavings exhaustively.
+// explore_test.go explore their interleavings exhaustively.
 const (
 	// versionMask selects the version: the identity of the latest arming.
 	// Every Fire, FireAfter and Suspend advances it, and so does a run that

@@ -131,6 +131,9 @@ func (t *Trigger) Suspend() {
 		if t.state.CompareAndSwap(s, n) {
 			t.disarm(version(n))
 			if running(s) {
+				if testHookSuspend != nil {
+					testHookSuspend()
+				}
 				t.cancelBefore(version(n))
 			}
 			return
