@@ -11,8 +11,8 @@ import (
 const never = math.MaxUint64
 
 // A shard is one independently locked hierarchical wheel. A Wheel spreads
-// its timers over several shards so that goroutines on different
-// processors do not contend for one lock.
+// its timers over several shards so that goroutines running at once do
+// not contend for one lock.
 //
 // Time is counted in nanoseconds since the Wheel started, and in ticks of
 // its resolution. A timer's deadline rounded up to a tick is at. The timer
