@@ -54,13 +54,18 @@
 // pool of 8 1.08 / 91 (and one slow callback stalls it), runners 0.84 /
 // 71, inline on the wheel's goroutine 0.82 / 68.
 //
-// 32-byte timers, slots as deques. The Timer AfterFunc returns is the
-// timer itself (callback, shard, tick, position, deadline offset: 32
-// bytes), the only allocation. A slot is a slice of timer pointers used as
-// a deque with virtual positions, so stopping the oldest timer, the usual
-// timeout, touches no other timer (49 CPU ns per Stop, against 83 when the
-// slot's last timer filled the hole), and compacting a slot rewrites no
-// position: 42 bytes per pending timer against 130 for time.AfterFunc.
+// 32-byte timers, slots as paged deques. The Timer AfterFunc returns is
+// the timer itself (callback, shard, tick, position, deadline offset: 32
+// bytes), the only allocation. A slot is a deque of timer pointers with
+// virtual positions, so stopping the oldest timer, the usual timeout,
+// touches no other timer (49 CPU ns per Stop, against 83 when the slot's
+// last timer filled the hole). Its pointers are kept in pages of 64 that
+// come from and go back to a few spares per shard: a slot grows without
+// copying, and gives a page back as soon as its oldest timers are gone. As
+// one slice grown by append (a quarter at a time once large, so each
+// pointer was copied about four times while a slot filled), arming 1M
+// timers cost 0.59 of time.AfterFunc's time, 0.59 of its CPU; paged, 0.48
+// and 0.42. 41 bytes per pending timer against 130 for time.AfterFunc.
 //
 // Shards. Timers are spread over 4 shards per processor (at most 64), each
 // with its own lock, and the wheel's goroutine skips shards with nothing
