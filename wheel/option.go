@@ -40,8 +40,8 @@ const (
 	maxShards = 1 << 10
 
 	// shardsPerProc and maxDefaultShards set the default number of shards:
-	// enough that two goroutines rarely need the same shard's lock at once,
-	// even after the runtime has moved them between processors.
+	// enough that goroutines running at once find shards of their own
+	// (see home.go).
 	shardsPerProc    = 4
 	maxDefaultShards = 64
 )
@@ -100,10 +100,10 @@ func WithSlots(n int) Option {
 }
 
 // WithShards sets how many independently locked parts the wheel's timers
-// are spread over. AfterFunc uses a shard tied to the processor it runs
-// on, so goroutines on different processors mostly use different shards
-// and do not contend. The default is 4 × GOMAXPROCS at the time of New, at
-// most 64. New panics if n is not in [1, 1024].
+// are spread over. Each goroutine arms its timers in a shard of its own
+// while it can, so goroutines that run at once do not contend. The
+// default is 4 × GOMAXPROCS at the time of New, at most 64. New panics if
+// n is not in [1, 1024].
 func WithShards(n int) Option {
 	return optionFunc(func(o *options) { o.shards = n })
 }

@@ -1,6 +1,7 @@
 package wheel
 
 import (
+	"iter"
 	"math"
 	"math/bits"
 	"sync"
@@ -11,8 +12,8 @@ import (
 const never = math.MaxUint64
 
 // A shard is one independently locked hierarchical wheel. A Wheel spreads
-// its timers over several shards so that goroutines on different
-// processors do not contend for one lock.
+// its timers over several shards so that goroutines running at once do
+// not contend for one lock.
 //
 // Time is counted in nanoseconds since the Wheel started, and in ticks of
 // its resolution. A timer's deadline rounded up to a tick is at. The timer
@@ -45,6 +46,7 @@ type shard struct {
 	unit    uint64        // nanoseconds per unit of timer.off
 	stopped bool          // set by Wheel.Stop: the shard accepts no timer
 	count   int           // pending timers
+	spares  spares        // pages for the slots
 
 	_ [64]byte // keep neighbouring shards' locks on different cache lines
 }
@@ -141,7 +143,7 @@ func (sh *shard) place(t *timer) (event uint64) {
 		}
 		sh.levels[k] = lv
 	}
-	lv.slots[s].push(t)
+	lv.slots[s].push(t, &sh.spares)
 	lv.occupied[s/64] |= 1 << (s % 64)
 	if k == 0 {
 		x := sh.exact(t)
@@ -158,7 +160,7 @@ func (sh *shard) remove(t *timer) {
 	k := sh.levelOf(t.at)
 	s := t.at >> (k * sh.bits) & sh.mask
 	lv := sh.levels[k]
-	lv.slots[s].remove(t)
+	lv.slots[s].remove(t, &sh.spares)
 	if lv.slots[s].len() == 0 {
 		lv.occupied[s/64] &^= 1 << (s % 64)
 		if k == 0 {
@@ -207,23 +209,36 @@ func (sh *shard) early(now uint64, due []func()) []func() {
 	if !ok || lv.earliest[s] > now {
 		return due
 	}
+	// Keep the timers not yet due in their order, moved down over those
+	// that fire. The goroutine does this every time it wakes, over the
+	// whole slot: it must stay a plain loop that writes only what moves.
 	sl := &lv.slots[s]
 	earliest := uint64(never)
-	j := 0
-	for i := sl.lo; i < len(sl.items); i++ {
-		t := sl.items[i]
-		sl.items[i] = nil
-		if x := sh.exact(t); x > now {
-			sl.items[j], t.pos = t, sl.base+uint32(j)
-			j++
-			earliest = min(earliest, x)
-			continue
+	w, p := sl.lo, sl.lo // the positions of the next timer kept and of the next visited
+	for k, page := range sl.pages {
+		for i := range page {
+			if k == 0 && uint32(i) < sl.lo-sl.base {
+				continue
+			}
+			t := page[i]
+			if x := sh.exact(t); x > now {
+				if w != p {
+					page[i] = nil
+					*sl.entry(w), t.pos = t, w
+				}
+				w++
+				p++
+				earliest = min(earliest, x)
+				continue
+			}
+			page[i] = nil
+			p++
+			due = sh.fire(t, due)
 		}
-		due = sh.fire(t, due)
 	}
-	sl.items, sl.lo = sl.items[:j], 0
+	sl.truncate(w, &sh.spares)
 	lv.earliest[s] = earliest
-	if j == 0 {
+	if sl.len() == 0 {
 		lv.occupied[s/64] &^= 1 << (s % 64)
 	}
 	return due
@@ -289,9 +304,7 @@ func (sh *shard) expire(due []func()) []func() {
 			continue
 		}
 		s := sh.cur >> shift & sh.mask
-		items := lv.take(s)
-		for i, t := range items {
-			items[i] = nil
+		for t := range lv.take(s, &sh.spares) {
 			if t.at <= sh.cur {
 				due = sh.fire(t, due)
 				continue
@@ -300,17 +313,13 @@ func (sh *shard) expire(due []func()) []func() {
 			// back in a slot that expire still has to look at.
 			sh.place(t)
 		}
-		lv.slots[s].give(items)
 	}
 	if lv := sh.levels[0]; lv != nil {
 		s := sh.cur & sh.mask
 		lv.earliest[s] = never
-		items := lv.take(s)
-		for i, t := range items {
-			items[i] = nil
+		for t := range lv.take(s, &sh.spares) {
 			due = sh.fire(t, due)
 		}
-		lv.slots[s].give(items)
 	}
 	return due
 }
@@ -323,12 +332,10 @@ func (sh *shard) fire(t *timer, due []func()) []func() {
 	return due
 }
 
-// take empties slot s and returns its timers. Nothing refills the slot
-// before the caller gives the slice back: expire never places a timer in
-// the slot it is emptying.
-func (lv *level) take(s uint64) []*timer {
+// take empties slot s and yields its timers (see slot.take).
+func (lv *level) take(s uint64, sp *spares) iter.Seq[*timer] {
 	lv.occupied[s/64] &^= 1 << (s % 64)
-	return lv.slots[s].take()
+	return lv.slots[s].take(sp)
 }
 
 // drop removes every pending timer and returns how many there were.
@@ -339,13 +346,14 @@ func (sh *shard) drop() int {
 			continue
 		}
 		for i := range lv.slots {
-			for _, t := range lv.slots[i].take() {
+			for t := range lv.slots[i].take(&sh.spares) {
 				t.f, t.at = nil, dropped
 				n++
 			}
 		}
 		sh.levels[k] = nil
 	}
+	sh.spares = spares{}
 	sh.count = 0
 	sh.next.Store(never)
 	return n

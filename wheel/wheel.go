@@ -25,8 +25,7 @@ type Wheel struct {
 	perTick divisor       // divides by tick
 	inline  bool          // as set by WithInlineCallbacks
 	shards  []*shard
-	hint    sync.Pool // a *shard per processor, so goroutines on different processors mostly use different shards
-	rr      atomic.Uint32
+	homes   homes // each goroutine's shard, by its stack's address (see home.go)
 
 	// wakeAt is the time the wheel's goroutine sleeps until, or never
 	// while it is scanning the shards or has nothing to wait for. The
@@ -75,9 +74,7 @@ func New(opts ...Option) *Wheel {
 	for i := range w.shards {
 		w.shards[i] = newShard(o.slotBits(), uint64(o.tick))
 	}
-	w.hint.New = func() any {
-		return w.shards[int(w.rr.Add(1))%len(w.shards)]
-	}
+	w.homes.init(len(w.shards))
 	w.wakeAt.Store(never)
 	go w.loop()
 	return w
@@ -107,11 +104,13 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 		go f()
 		return fired
 	}
-	sh := w.hint.Get().(*shard)
-	defer w.hint.Put(sh)
+	// The monotonic clock is read here, not cached: a cached reading
+	// would make timers early. A wait for the lock after it only makes
+	// the timer later.
+	end := w.now() + uint64(max(d, 0)) // < 2^64: each term < 2^63
+	sh := w.lockHome()
 	t := &timer{f: f, sh: sh}
-	t.at, t.off = w.deadline(d, sh.unit)
-	sh.mu.Lock()
+	t.at, t.off = w.deadline(end, sh.unit)
 	if sh.stopped {
 		sh.mu.Unlock()
 		panic("wheel: AfterFunc on stopped Wheel")
@@ -128,13 +127,10 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	return t
 }
 
-// deadline returns the first tick that starts at or after now + d, and
-// how many units of unit nanoseconds before that tick now + d is (rounded
-// down, so that the deadline this gives back is never early). The
-// monotonic clock is read here, not cached: a cached reading would make
-// timers early.
-func (w *Wheel) deadline(d time.Duration, unit uint64) (at uint64, off uint32) {
-	end := w.now() + uint64(max(d, 0)) // < 2^64: each term < 2^63
+// deadline returns the first tick that starts at or after end, and how
+// many units of unit nanoseconds before that tick end is (rounded down, so
+// that the deadline this gives back is never early).
+func (w *Wheel) deadline(end, unit uint64) (at uint64, off uint32) {
 	at, r := w.perTick.div(end)
 	if r != 0 {
 		at++
