@@ -1,7 +1,7 @@
 // Package wheel is a hashed hierarchical timing wheel: a
 // circulation.Scheduler that keeps millions of pending timers in a third
-// of the memory time.AfterFunc needs, arms them at 0.6 to 0.8 and stops
-// them at 0.3 of its cost, and never fires one early.
+// of the memory time.AfterFunc needs, arms and stops them at about half
+// its cost, and never fires one early.
 //
 //	w := wheel.New() // 1 ms slots, 512 per level
 //	defer w.Stop()
