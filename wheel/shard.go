@@ -47,6 +47,7 @@ type shard struct {
 	stopped bool          // set by Wheel.Stop: the shard accepts no timer
 	count   int           // pending timers
 	spares  spares        // pages for the slots
+	batch   batch         // timers for AfterFunc
 
 	_ [64]byte // keep neighbouring shards' locks on different cache lines
 }
@@ -354,6 +355,7 @@ func (sh *shard) drop() int {
 		sh.levels[k] = nil
 	}
 	sh.spares = spares{}
+	sh.batch = batch{}
 	sh.count = 0
 	sh.next.Store(never)
 	return n
