@@ -47,6 +47,7 @@ type shard struct {
 	stopped bool          // set by Wheel.Stop: the shard accepts no timer
 	count   int           // pending timers
 	spares  spares        // pages for the slots
+	batch   batch         // timers for AfterFunc
 
 	_ [64]byte // keep neighbouring shards' locks on different cache lines
 }
@@ -214,27 +215,21 @@ func (sh *shard) early(now uint64, due []func()) []func() {
 	// whole slot: it must stay a plain loop that writes only what moves.
 	sl := &lv.slots[s]
 	earliest := uint64(never)
-	w, p := sl.lo, sl.lo // the positions of the next timer kept and of the next visited
-	for k, page := range sl.pages {
-		for i := range page {
-			if k == 0 && uint32(i) < sl.lo-sl.base {
-				continue
+	w := sl.lo // the position of the next timer kept
+	for p := sl.lo; p != sl.hi; p++ {
+		e := sl.entry(p)
+		t := *e
+		if x := sh.exact(t); x > now {
+			if w != p {
+				*e = nil
+				*sl.entry(w), t.pos = t, w
 			}
-			t := page[i]
-			if x := sh.exact(t); x > now {
-				if w != p {
-					page[i] = nil
-					*sl.entry(w), t.pos = t, w
-				}
-				w++
-				p++
-				earliest = min(earliest, x)
-				continue
-			}
-			page[i] = nil
-			p++
-			due = sh.fire(t, due)
+			w++
+			earliest = min(earliest, x)
+			continue
 		}
+		*e = nil
+		due = sh.fire(t, due)
 	}
 	sl.truncate(w, &sh.spares)
 	lv.earliest[s] = earliest
@@ -354,6 +349,7 @@ func (sh *shard) drop() int {
 		sh.levels[k] = nil
 	}
 	sh.spares = spares{}
+	sh.batch = batch{}
 	sh.count = 0
 	sh.next.Store(never)
 	return n

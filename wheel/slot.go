@@ -6,31 +6,34 @@ import "iter"
 // the order they were placed: a deque, so that stopping the oldest timer,
 // the usual case for timeouts, touches no other timer.
 //
-// The timers are kept in pages of up to pageSize. A slot grows a page at a
-// time without copying its timers, and gives a page back as soon as its
-// oldest timers have all gone. Each timer knows its position as a virtual
-// index: the slot's timers are at positions lo to hi-1, counted modulo
-// 2^32, and position p is entry (p-base)%pageSize of page
-// (p-base)/pageSize. No operation touches timers other than the one it is
-// about, except that stopping a timer that is neither the oldest nor the
-// newest moves the newest into its place.
+// The timers are kept in pages of pageSize. A slot grows a page at a time
+// without copying its timers, and gives a page back as soon as its oldest
+// timers have all gone. Each timer knows its position as a virtual index:
+// the slot's timers are at positions lo to hi-1, counted modulo 2^32, and
+// position p is entry (p-base)%pageSize of page (p-base)/pageSize. Every
+// other entry of the pages is nil. No operation touches timers other than
+// the one it is about, except that stopping a timer that is neither the
+// oldest nor the newest moves the newest into its place.
+//
+// The slot keeps its first and last pages at hand, so that arming a timer
+// and stopping the oldest touch the slot's own cache line and the entry,
+// not the list of pages as well: with many slots in use, that list was as
+// often out of the cache as the entry.
 //
 // A slot belongs to its shard and is guarded by the shard's lock.
 type slot struct {
-	// pages[i] holds the timers at positions base+i*pageSize on, as many
-	// as its length. Every page but the last is full. The entries of the
-	// first page before lo are nil.
-	pages        [][]*timer
-	base, lo, hi uint32
+	head, tail   *page   // pages[0] and pages[len(pages)-1], nil if there are none
+	pages        []*page // pages[i] holds the positions base+i*pageSize on, up to hi
+	base, lo, hi uint32  // lo-base < pageSize, unless the slot is empty
+	_            [12]byte
 }
 
-// pageSize is the number of timers a page holds. A slot's first page
-// starts at firstPage timers and doubles, so that a slot of a few timers
-// costs little; the others come full-sized from the shard's spares.
-const (
-	pageSize  = 64
-	firstPage = 4
-)
+// A page holds pageSize entries of a slot. Pages come from and go back to
+// the shard's spares.
+type page [pageSize]*timer
+
+// pageSize is the number of timers a page holds.
+const pageSize = 32
 
 // len returns the number of timers in s.
 func (s *slot) len() int { return int(s.hi - s.lo) }
@@ -43,17 +46,16 @@ func (s *slot) entry(p uint32) **timer {
 
 // push appends t and sets its pos.
 func (s *slot) push(t *timer, sp *spares) {
-	p := int((s.hi - s.base) / pageSize)
-	if p == len(s.pages) {
-		var page []*timer
-		if p > 0 || len(sp.pages) > 0 {
-			page = sp.get()
-		} else {
-			page = make([]*timer, 0, firstPage)
+	off := s.hi - s.base
+	if off%pageSize == 0 {
+		// The last page is full, or there is none.
+		s.tail = sp.get()
+		s.pages = append(s.pages, s.tail)
+		if len(s.pages) == 1 {
+			s.head = s.tail
 		}
-		s.pages = append(s.pages, page)
 	}
-	s.pages[p] = append(s.pages[p], t) // grows only a small first page
+	s.tail[off%pageSize] = t
 	t.pos = s.hi
 	s.hi++
 }
@@ -62,13 +64,14 @@ func (s *slot) push(t *timer, sp *spares) {
 func (s *slot) remove(t *timer, sp *spares) {
 	switch p := t.pos; p {
 	case s.lo:
-		*s.entry(p) = nil
+		s.head[p-s.base] = nil
 		s.lo++
 		if s.lo-s.base == pageSize && s.lo != s.hi {
 			// The first page is all gone.
-			sp.put(s.pages[0])
+			sp.put(s.head)
 			s.pages[0] = nil
 			s.pages = s.pages[1:]
+			s.head = s.pages[0]
 			s.base += pageSize
 		}
 	case s.hi - 1:
@@ -83,27 +86,29 @@ func (s *slot) remove(t *timer, sp *spares) {
 	}
 }
 
-// pop drops the newest entry, and its page if that empties.
+// pop drops the newest entry, and its page if that empties and is not the
+// first.
 func (s *slot) pop(sp *spares) {
 	s.hi--
-	last := len(s.pages) - 1
-	page := s.pages[last]
-	page[len(page)-1] = nil
-	s.pages[last] = page[:len(page)-1]
-	if len(page) == 1 && last > 0 {
-		sp.put(s.pages[last])
+	off := s.hi - s.base
+	s.tail[off%pageSize] = nil
+	if off%pageSize == 0 && off > 0 {
+		last := len(s.pages) - 1
+		sp.put(s.tail)
 		s.pages[last] = nil
 		s.pages = s.pages[:last]
+		s.tail = s.pages[last-1]
 	}
 }
 
 // clear gives back the pages of s, which holds no timer.
 func (s *slot) clear(sp *spares) {
-	for i, page := range s.pages {
-		sp.put(page)
+	for i, pg := range s.pages {
+		sp.put(pg)
 		s.pages[i] = nil
 	}
 	s.pages = s.pages[:0]
+	s.head, s.tail = nil, nil
 	s.base, s.lo = s.hi, s.hi
 }
 
@@ -117,59 +122,61 @@ func (s *slot) truncate(hi uint32, sp *spares) {
 	}
 	n := int((s.hi-s.base-1)/pageSize) + 1 // pages still in use
 	for i := n; i < len(s.pages); i++ {
-		sp.put(s.pages[i][:0])
+		sp.put(s.pages[i])
 		s.pages[i] = nil
 	}
 	s.pages = s.pages[:n]
-	s.pages[n-1] = s.pages[n-1][:int(s.hi-s.base)-(n-1)*pageSize]
+	s.tail = s.pages[n-1]
 }
 
 // take empties s and yields its timers, oldest first. The caller may push
 // timers to s meanwhile, even to s: they go to new pages.
 func (s *slot) take(sp *spares) iter.Seq[*timer] {
-	pages, first := s.pages, int(s.lo-s.base)
-	s.pages, s.base, s.lo = nil, s.hi, s.hi
+	pages := s.pages
+	s.pages, s.head, s.tail = nil, nil, nil
+	s.base, s.lo = s.hi, s.hi
 	return func(yield func(*timer) bool) {
 		stopped := false
-		for k, page := range pages {
-			for i := range page {
-				t := page[i]
-				page[i] = nil
-				if k == 0 && i < first || stopped {
+		for _, pg := range pages {
+			for i, t := range pg {
+				// Only the entries of the slot's positions are not nil.
+				if t == nil {
 					continue
 				}
-				stopped = !yield(t)
+				pg[i] = nil
+				if !stopped {
+					stopped = !yield(t)
+				}
 			}
-			sp.put(page)
+			sp.put(pg)
 		}
 	}
 }
 
-// spares are a shard's empty full-sized pages, for its slots to reuse.
+// spares are a shard's empty pages, for its slots to reuse.
 type spares struct {
-	pages [][]*timer // each empty, of capacity pageSize
+	pages []*page // each all nil
 }
 
 // keepPages is the largest number of spare pages a shard keeps: the rest go
 // back to the garbage collector, so that a burst of timers does not pin
 // its memory.
-const keepPages = 256
+const keepPages = 512
 
-// get returns an empty page of capacity pageSize.
-func (sp *spares) get() []*timer {
+// get returns a page whose entries are all nil.
+func (sp *spares) get() *page {
 	if n := len(sp.pages); n > 0 {
-		page := sp.pages[n-1]
+		pg := sp.pages[n-1]
 		sp.pages[n-1] = nil
 		sp.pages = sp.pages[:n-1]
-		return page
+		return pg
 	}
-	return make([]*timer, 0, pageSize)
+	return new(page)
 }
 
-// put keeps page, whose entries are all nil, for reuse, if it is full-sized
-// and there is room.
-func (sp *spares) put(page []*timer) {
-	if cap(page) == pageSize && len(sp.pages) < keepPages {
-		sp.pages = append(sp.pages, page[:0])
+// put keeps pg, whose entries are all nil, for reuse, if there is room.
+func (sp *spares) put(pg *page) {
+	if len(sp.pages) < keepPages {
+		sp.pages = append(sp.pages, pg)
 	}
 }

@@ -33,26 +33,19 @@ func TestSlotAgainstModel(t *testing.T) {
 		if s.lo-s.base >= pageSize {
 			t.Fatalf("step %d: a first page of dead entries is kept", step)
 		}
-		for i, page := range s.pages {
-			if i < len(s.pages)-1 && len(page) != pageSize {
-				t.Fatalf("step %d: page %d of %d holds %d", step, i, len(s.pages), len(page))
+		for p := s.base; p != s.base+uint32(len(s.pages))*pageSize; p++ {
+			if in := p-s.lo < s.hi-s.lo; !in && *s.entry(p) != nil {
+				t.Fatalf("step %d: entry %d, outside %d to %d, keeps a timer", step, p, s.lo, s.hi)
 			}
 		}
-		if len(s.pages) > 0 {
-			for _, tm := range s.pages[0][:s.lo-s.base] {
-				if tm != nil {
-					t.Fatalf("step %d: a removed timer is kept", step)
-				}
-			}
+		if n := len(s.pages); n == 0 && (s.head != nil || s.tail != nil) || n > 0 && (s.head != s.pages[0] || s.tail != s.pages[n-1]) {
+			t.Fatalf("step %d: head or tail is not the first or last of %d pages", step, n)
 		}
 		if len(sp.pages) > keepPages {
 			t.Fatalf("step %d: %d spare pages", step, len(sp.pages))
 		}
-		for _, page := range sp.pages {
-			if len(page) != 0 || cap(page) != pageSize {
-				t.Fatalf("step %d: spare page of len %d, cap %d", step, len(page), cap(page))
-			}
-			for _, tm := range page[:cap(page)] {
+		for _, pg := range sp.pages {
+			for _, tm := range pg {
 				if tm != nil {
 					t.Fatalf("step %d: a spare page keeps a timer", step)
 				}

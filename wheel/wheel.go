@@ -109,7 +109,8 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	// the timer later.
 	end := w.now() + uint64(max(d, 0)) // < 2^64: each term < 2^63
 	sh := w.lockHome()
-	t := &timer{f: f, sh: sh}
+	t := sh.batch.next(sh)
+	t.f = f
 	t.at, t.off = w.deadline(end, sh.unit)
 	if sh.stopped {
 		sh.mu.Unlock()
