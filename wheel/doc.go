@@ -1,6 +1,6 @@
 // Package wheel is a hashed hierarchical timing wheel: a
 // circulation.Scheduler that keeps millions of pending timers in a third
-// of the memory time.AfterFunc needs, arms and stops them at about half
+// of the memory time.AfterFunc needs, arms and stops them at about 0.4 of
 // its cost, and never fires one early.
 //
 //	w := wheel.New() // 1 ms slots, 512 per level
