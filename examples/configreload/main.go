@@ -166,11 +166,12 @@ func run(ctx context.Context, w io.Writer, cfg config) (*report, error) {
 			step.act()
 		}
 	}
+	// The consumers go first: a Fire after Stop would start the loop again.
+	consumers.Wait()
 	log.printf("shutting down: Stop cancels a pull in flight and waits for it")
 	stopErr := l.reload.Stop(context.Background())
-	consumers.Wait()
 
-	r := &l.report // Stop and Wait have returned: nothing writes it any more
+	r := &l.report // Wait and Stop have returned: nothing writes it any more
 	r.maxInFlight, r.inUse, r.latest = center.maxInFlight.Load(), l.inUse.Load(), center.version.Load()
 	cancelled := 0
 	for _, p := range r.pulls {

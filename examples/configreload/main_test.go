@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -151,6 +152,25 @@ func TestSwitchStopsItAtOnce(t *testing.T) {
 		assert.Equal(t, "switch on", starts(r)[5000*ms])
 		assert.Equal(t, 8, r.messages)
 		assert.Equal(t, 2, r.ignored)
+	})
+}
+
+// An interrupt at 1.505s comes while pull 3 runs and two "update now"
+// messages are still on their way: the messages are delivered, then Stop
+// cancels the pull, and nothing pulls afterwards.
+func TestInterruptedDuringABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 1505*ms)
+		defer cancel()
+		r, err := run(ctx, io.Discard, config{interval: time.Second, connect: inMemory})
+		require.NoError(t, err)
+		require.NotEmpty(t, r.pulls)
+		last := r.pulls[len(r.pulls)-1]
+		assert.Equal(t, pull{start: 1500 * ms, end: 1520 * ms, why: "1 update message", err: context.Canceled}, last)
+		assert.Equal(t, 3, r.messages)
+		n := len(r.pulls)
+		time.Sleep(time.Hour)
+		assert.Len(t, r.pulls, n, "a pull started after run returned")
 	})
 }
 
