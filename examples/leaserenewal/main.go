@@ -88,8 +88,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 // report is what happened, for the tests.
 type report struct {
-	renewals []renewal      // every renewal the store received
+	renewals []renewal      // every renewal the store received by the end
 	jobs     map[string]job // by owner
+	store    *redis         // the store, to see what reaches it afterwards
 }
 
 // job is what happened to one job, in time since the story began.
@@ -132,7 +133,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (*report, error) {
 	if ctx.Err() != nil {
 		log.printf("interrupted")
 	}
-	r.renewals = store.renewals()
+	r.renewals, r.store = store.renewals(), store
 	return r, nil
 }
 

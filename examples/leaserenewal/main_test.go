@@ -31,6 +31,7 @@ func story(t *testing.T, w io.Writer) *report {
 	r, err := run(context.Background(), w, config{lease: 600 * ms})
 	require.NoError(t, err)
 	time.Sleep(time.Hour)
+	require.Equal(t, r.renewals, r.store.renewals(), "renewals after the end")
 	return r
 }
 
@@ -167,9 +168,8 @@ func TestInterrupted(t *testing.T) {
 		assert.True(t, errors.Is(j.lost, context.DeadlineExceeded), "%v", j.lost)
 		assert.Equal(t, 1500*ms, j.ended)
 		assert.NotContains(t, r.jobs, "report-3")
-		n := len(r.renewals)
 		time.Sleep(time.Hour)
-		assert.Len(t, r.renewals, n)
+		assert.Equal(t, r.renewals, r.store.renewals(), "renewals after the end")
 	})
 }
 
@@ -184,7 +184,9 @@ func TestBadInputExitsWithStatus2(t *testing.T) {
 }
 
 func TestRunsFromTheCommandLine(t *testing.T) {
-	stdout, stderr, code := cmdtest.Run(t, "-lease", "60ms") // real time: only report-1 is sure to go as told
+	// Real time on a possibly loaded machine: how many renewals fit before
+	// each unlock varies (TestOutput checks the exact story on a fake clock).
+	stdout, stderr, code := cmdtest.Run(t, "-lease", "60ms")
 	assert.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "report-1: unlocked, after 4 renewal(s)")
+	assert.Contains(t, stdout, "report-1: unlocked, after ")
 }
