@@ -10,9 +10,10 @@
  * Trigger may coalesce into a pending timer armed with no delay whose
  * callback has not claimed it yet (shot.go's coalesce): the array due
  * stands for "the pending shot of this version is due". The version counts
- * modulo MOD (32) instead of 1<<30; versions are only compared for equality,
- * and a run uses fewer than 10, so START=30 makes them wrap as the Go
- * explorer's 0x3ffffffe does.
+ * modulo MOD (32) instead of 1<<30. The protocol compares versions only
+ * for equality; the checks order them by their distance from the starting
+ * version (OFF). A run uses fewer than 10, so START=30 makes them wrap as
+ * the Go explorer's 0x3ffffffe does.
  *
  * init picks one of the situations of explore_configs_test.go and adds up
  * to OPS operations (Fire, FireAfter(d) and Suspend); spin explores every
