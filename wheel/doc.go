@@ -27,7 +27,7 @@
 // 37 hours) and is not touched otherwise. Rounds, as in Netty, Dubbo and
 // go-zero, visit every timer of a slot on every revolution: holding 1M
 // timers due in one to two minutes costs a rounds wheel 318 ms of CPU per
-// second (go-zero 362 ms); this wheel, 0.1 ms.
+// second (go-zero 362 ms); this wheel, 0.8 ms (time.AfterFunc, 1.1 ms).
 //
 // Exact deadlines. A timer keeps its deadline to the nanosecond, as an
 // offset within its tick. Each level-0 slot records its earliest deadline
