@@ -24,3 +24,10 @@ func SetCoalesceHook(f func()) { testHookCoalesce = f }
 // SetSuspendHook makes f run inside a Suspend that found a run in flight,
 // after it published its version and before it cancels the run's context.
 func SetSuspendHook(f func()) { testHookSuspend = f }
+
+// SetLoopEndHook makes f run in a run loop that has just given up the running
+// bit, before it drops what a Suspend recorded for an iteration to come.
+func SetLoopEndHook(f func()) { testHookLoopEnd = f }
+
+// SetBeginHook makes f run before each iteration publishes its context.
+func SetBeginHook(f func()) { testHookBegin = f }

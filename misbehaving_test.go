@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -347,4 +348,142 @@ func TestSuspendAfterRunEndedCancelsNothingLater(t *testing.T) {
 	a[len(a)-1].release()
 	require.Equal(t, []error{nil, nil}, ctxErrs, "a Suspend from long ago cancelled a new run")
 	require.NoError(t, tr.Stop(context.Background()))
+}
+
+// A Suspend can land in the gap between one loop giving up the running bit
+// and the next loop's first iteration publishing its context: it records a
+// cancel for that iteration. The ending loop must leave that record alone,
+// or the new iteration runs with a context that is never cancelled.
+func TestSuspendBetweenLoopsCancelsTheNextRun(t *testing.T) {
+	fs := &fakeScheduler{}
+	var ctxErrs []error
+	tr := circulation.Bind(fs, func(ctx context.Context) (time.Duration, bool) {
+		ctxErrs = append(ctxErrs, ctx.Err())
+		return 0, false
+	})
+	atBegin, goOn, bDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	defer circulation.SetLoopEndHook(nil)
+	defer circulation.SetBeginHook(nil)
+	circulation.SetLoopEndHook(func() {
+		// Loop A has given up the running bit. Loop B takes it on
+		// another goroutine and stops before its first iteration begins.
+		circulation.SetLoopEndHook(nil)
+		circulation.SetBeginHook(func() {
+			circulation.SetBeginHook(nil)
+			close(atBegin)
+			<-goOn
+		})
+		tr.Fire()
+		a := fs.armed()
+		go func() {
+			a[len(a)-1].release()
+			close(bDone)
+		}()
+		<-atBegin
+		tr.Suspend() // B holds the running bit but has published no context
+	})
+	tr.Fire()
+	fs.armed()[0].release() // loop A: one run, then the hook; A ends
+	close(goOn)
+	<-bDone
+	require.Len(t, ctxErrs, 2)
+	assert.NoError(t, ctxErrs[0])
+	assert.ErrorIs(t, ctxErrs[1], context.Canceled, "the run Suspend superseded was not cancelled")
+	require.NoError(t, tr.Stop(context.Background()))
+}
+
+// A Scheduler that panics in AfterFunc (a stopped wheel.Wheel does) arms
+// nothing. The panic reaches the caller, from a Fire or from a run that asked
+// for its next iteration, and the Trigger is left as if that arming had been
+// superseded: Stop does not wait for it, the running bit is free, and once
+// the Scheduler works again, so does the Trigger.
+func TestSchedulerPanicLeavesTheTriggerUsable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &fakeScheduler{}
+		runs := 0
+		tr := circulation.Bind(fs, func(context.Context) (time.Duration, bool) {
+			runs++
+			return time.Second, true
+		})
+		stopped := func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return tr.Stop(ctx)
+		}
+
+		fs.closed = true
+		assert.Panics(t, func() { tr.FireAfter(time.Second) })
+		assert.Panics(t, tr.Fire)
+		require.NoError(t, stopped(), "Stop waits for a timer that was never armed")
+
+		fs.closed = false
+		tr.Fire()
+		fs.closed = true
+		assert.Panics(t, fs.live()[0].release, "the run's next arming")
+		assert.Equal(t, 1, runs)
+		require.NoError(t, stopped(), "Stop waits for a timer that was never armed")
+
+		fs.closed = false
+		tr.Fire()
+		fs.live()[0].release()
+		assert.Equal(t, 2, runs, "the Trigger runs again once the Scheduler works")
+		require.NoError(t, stopped())
+	})
+}
+
+// When a run's next arming panics, the run has already given up the running
+// bit, and another run may hold it by then. The panic must leave that bit
+// alone: a Fire during the other run still reserves one more run after it
+// instead of starting one beside it.
+func TestSchedulerPanicAfterTheRunLeavesTheNextRunAlone(t *testing.T) {
+	fs := &fakeScheduler{}
+	var runs, inFlight, most atomic.Int32
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	tr := circulation.Bind(fs, func(context.Context) (time.Duration, bool) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		if n > most.Load() {
+			most.Store(n)
+		}
+		if runs.Add(1) == 2 {
+			close(entered)
+			<-unblock
+		}
+		return time.Hour, true
+	})
+	bDone := make(chan struct{})
+	tr.Fire()
+	first := fs.armed()[0]
+	fs.mu.Lock()
+	fs.onArm = func() {
+		// Run 1 has given up the running bit and is arming its next
+		// timer: run 2 starts on another goroutine, then the arming fails.
+		tr.Fire()
+		a := fs.armed()
+		go func() {
+			a[len(a)-1].release()
+			close(bDone)
+		}()
+		<-entered
+		fs.mu.Lock()
+		fs.closed = true
+		fs.mu.Unlock()
+	}
+	fs.mu.Unlock()
+	assert.PanicsWithValue(t, errClosed, first.release)
+
+	fs.mu.Lock()
+	fs.closed = false
+	fs.mu.Unlock()
+	tr.Fire() // run 2 is in flight: this reserves a run after it
+	for _, ft := range fs.live() {
+		go ft.release() // a timer here could only start a run beside run 2
+	}
+	close(unblock)
+	<-bDone
+	assert.Equal(t, int32(3), runs.Load(), "run 1, run 2, and the run reserved during run 2")
+	assert.Equal(t, int32(1), most.Load(), "runs overlapped")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound, not a wait
+	defer cancel()
+	require.NoError(t, tr.Stop(ctx))
 }

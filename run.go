@@ -52,26 +52,39 @@ func (t *Trigger) loop(v uint32) {
 			v = version(s)
 			continue
 		}
+		// The running bit is given up: from here on, abort would take it
+		// from whoever holds it now.
+		normal = true
+		if testHookLoopEnd != nil {
+			testHookLoopEnd()
+		}
+		t.forgetLate()
 		if x == exitArm {
 			t.arm(version(s), next)
 		}
-		break
+		return
 	}
-	normal = true
-	t.forgetLate()
 }
 
 // forgetLate drops what cancelBefore recorded for an iteration that will not
-// begin: the loop has given up the running bit.
+// begin, once the loop has given up the running bit. If another loop has
+// taken the bit meanwhile, a record is for that loop's first iteration and
+// stays: cancelBefore sets records only while the bit is set, and both hold
+// runMu, so the check and the drop are one step for it.
 func (t *Trigger) forgetLate() {
 	t.runMu.Lock()
-	t.hasLate = false
+	if !running(t.state.Load()) {
+		t.hasLate = false
+	}
 	t.runMu.Unlock()
 }
 
 // iterate runs the Func once with a fresh context.
 func (t *Trigger) iterate(v uint32) (next time.Duration, ok bool) {
 	ctx, cancel := context.WithCancel(context.Background())
+	if testHookBegin != nil {
+		testHookBegin()
+	}
 	t.begin(v, cancel)
 	defer t.end(cancel)
 	if t.onPanic != nil {

@@ -16,6 +16,9 @@ import "time"
 // A Trigger does not rely on a Scheduler behaving: a callback that runs late,
 // early, twice, out of order or after its Timer was stopped never makes f run
 // concurrently with itself or out of turn. It only costs a wasted callback.
+// An AfterFunc that panics (as a stopped wheel.Wheel's does) arms nothing:
+// the panic goes on to the Fire, or to the run that asked for its next
+// iteration, and the Trigger is left as if that arming had been superseded.
 type Scheduler interface {
 	AfterFunc(d time.Duration, f func()) Timer
 }

@@ -1,6 +1,7 @@
 package circulation_test
 
 import (
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -47,10 +48,12 @@ type fakeScheduler struct {
 	mu      sync.Mutex
 	timers  []*fakeTimer
 	stopLie bool // Stop reports false and changes nothing
+	closed  bool // AfterFunc panics, as a stopped wheel.Wheel does
 
-	// onArm, if set, is called by AfterFunc before it returns: that is,
-	// inside a Fire, after the Fire advanced the version and before it
-	// installed its timer. Tests use it to interleave other calls there.
+	// onArm, if set, is called once, by the next AfterFunc before it
+	// returns: that is, inside a Fire, after the Fire advanced the version
+	// and before it installed its timer. Tests use it to interleave other
+	// calls there.
 	onArm func()
 }
 
@@ -64,6 +67,10 @@ type fakeTimer struct {
 
 func (s *fakeScheduler) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		panic(errClosed)
+	}
 	ft := &fakeTimer{s: s, d: d, f: f}
 	s.timers = append(s.timers, ft)
 	hook := s.onArm
@@ -71,9 +78,17 @@ func (s *fakeScheduler) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	s.mu.Unlock()
 	if hook != nil {
 		hook()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed { // closed by the hook: the timer was never armed
+			ft.stopped = true
+			panic(errClosed)
+		}
 	}
 	return ft
 }
+
+var errClosed = errors.New("fake: AfterFunc on closed scheduler")
 
 func (ft *fakeTimer) Stop() bool {
 	ft.s.mu.Lock()

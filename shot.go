@@ -120,7 +120,7 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 		// allocating.
 		sh.timer.(*time.Timer).Reset(d)
 	} else {
-		sh.timer = t.sched.AfterFunc(d, sh.fire)
+		t.schedule(sh, d)
 	}
 	t.settle(sh)
 	// A Suspend or a reserving Fire that advanced the version after v has
@@ -129,6 +129,20 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 	if c := version(t.state.Load()); c != v {
 		t.disarm(c)
 	}
+}
+
+// schedule hands sh's callback to the Scheduler. If the Scheduler panics
+// (a stopped wheel.Wheel does), nothing was armed: the shot is retired, so
+// that Stop does not wait for it, and the panic goes on to the caller.
+func (t *Trigger) schedule(sh *shot, d time.Duration) {
+	armed := false
+	defer func() {
+		if !armed {
+			t.retire(sh, 2)
+		}
+	}()
+	sh.timer = t.sched.AfterFunc(d, sh.fire)
+	armed = true
 }
 
 // settle puts sh in the pending slot, keeping whichever of the shots it meets
@@ -175,13 +189,8 @@ func (t *Trigger) disarm(v uint32) {
 	}
 }
 
+// coalescing is what coalesce found.
 type coalescing uint8
-
-// Test hooks, set only by tests: testHookCoalesce runs in coalesce between
-// the first look at the pending shot and the compare-and-swap that validates
-// it; testHookSuspend runs in Suspend after it found a run in flight and
-// before it cancels that run's context.
-var testHookCoalesce, testHookSuspend func()
 
 const (
 	notCoalesced coalescing = iota // arm a timer as usual

@@ -44,8 +44,9 @@ type Trigger struct {
 	onPanic func(recovered any)
 
 	// runMu guards the context of the iteration in flight. It is taken once
-	// at the start and once at the end of an iteration, and by Suspend only
-	// when it finds an iteration in flight: never by Fire.
+	// at the start and once at the end of an iteration, once more as a
+	// loop ends, and by Suspend only when it finds a loop in flight: never
+	// by Fire.
 	runMu   sync.Mutex
 	cur     run    // the iteration in flight, written by the goroutine running f
 	late    uint32 // version of a Suspend that found the running bit set but cur empty

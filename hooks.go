@@ -1,0 +1,19 @@
+package circulation
+
+// Test hooks, set only by tests (export_test.go), to stop a goroutine at a
+// point where another call must come in for a test to see an interleaving
+// that is otherwise rare. Each is a nil check where it is not set.
+var (
+	// testHookCoalesce runs in coalesce between the first look at the
+	// pending shot and the compare-and-swap that validates it.
+	testHookCoalesce func()
+	// testHookSuspend runs in Suspend after it found a run in flight and
+	// before it cancels that run's context.
+	testHookSuspend func()
+	// testHookLoopEnd runs in loop after it gave up the running bit and
+	// before it drops what Suspend recorded for an iteration to come.
+	testHookLoopEnd func()
+	// testHookBegin runs in iterate before the iteration publishes its
+	// context.
+	testHookBegin func()
+)
