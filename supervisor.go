@@ -47,10 +47,12 @@ func (e *permanentError) Is(target error) bool { return target == ErrPermanent }
 //     result is counted in Late and changes nothing else; the next attempt
 //     starts when the last delay chosen runs out.
 //   - An attempt that returns an error matching ErrPermanent stops the
-//     Supervisor, as Suspend would; Err reports the error. A panic in the
-//     task (or runtime.Goexit) is recovered, counted in Panics and treated
-//     as an error. An attempt cancelled by Suspend or Stop is not a failure:
-//     if it then returns an error, it is counted in Canceled.
+//     Supervisor, as a Suspend at its return would: a Fire made while it
+//     ran is dropped with the schedule, and one made once Err reports the
+//     error starts the Supervisor again. A panic in the task (or
+//     runtime.Goexit) is recovered, counted in Panics and treated as an
+//     error. An attempt cancelled by Suspend or Stop is not a failure: if it
+//     then returns an error, it is counted in Canceled.
 //   - Fire and FireAfter follow the Trigger: the latest call wins, and an
 //     attempt that falls due while another runs starts right after it,
 //     without being counted as skipped. They supersede the backoff schedule,
@@ -337,7 +339,7 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 		return 0, due
 	}
 	var delay time.Duration
-	ok, permanent := true, false
+	ok := true
 	switch {
 	case panicked:
 		c.panics.Add(1)
@@ -350,9 +352,12 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 	case errors.Is(err, ErrPermanent):
 		c.errors.Add(1)
 		c.consecutive.Add(1)
+		// Suspend before Err reports the error: a Fire made once Err
+		// does starts the Supervisor again.
+		s.main.Suspend()
 		perm := err // allocated only on this path
 		s.perm.Store(&perm)
-		ok, permanent = false, true
+		ok = false
 	case a.canceled:
 		c.canceled.Add(1)
 		ok = false // Suspend or Stop has superseded this round anyway
@@ -363,9 +368,6 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 	c.done()
 	s.mu.Unlock()
 	s.quiesce()
-	if permanent {
-		s.main.Suspend()
-	}
 	return delay, ok
 }
 

@@ -872,3 +872,51 @@ func TestSupervisorSuspendStopsNewAttempts(t *testing.T) {
 		t.Fatal("an attempt started after Suspend returned, with its context not cancelled")
 	}
 }
+
+// stopHook is RuntimeScheduler whose Timers call hook before they stop.
+type stopHook struct{ hook func() }
+
+func (s *stopHook) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	return hookedTimer{time.AfterFunc(d, f), s.hook}
+}
+
+type hookedTimer struct {
+	*time.Timer
+	hook func()
+}
+
+func (t hookedTimer) Stop() bool {
+	t.hook()
+	return t.Timer.Stop()
+}
+
+// TestSupervisorFireAfterPermanentErrorRuns: once Err reports the permanent
+// error, the Supervisor has stopped, so a Fire from then on starts it again,
+// even while the failed attempt is still winding down (here: while it stops
+// its watchdog).
+func TestSupervisorFireAfterPermanentErrorRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newProbe()
+		var s *circulation.Supervisor
+		fired := false
+		sched := &stopHook{hook: func() {
+			if !fired && s.Err() != nil {
+				fired = true
+				s.Fire()
+			}
+		}}
+		s = circulation.Supervise(p.task(func(ctx context.Context, n int) error {
+			if n == 1 {
+				return circulation.Permanent(errFlaky)
+			}
+			return nil
+		}), circulation.Backoff{Base: time.Hour, Max: time.Hour, Timeout: sec}, circulation.WithScheduler(sched))
+		s.Fire()
+		p.at(time.Minute)
+		if !fired {
+			t.Fatal("the hook did not fire")
+		}
+		p.wantStarts(t, 0, 0)
+		stop(t, s)
+	})
+}
