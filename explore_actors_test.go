@@ -13,7 +13,7 @@ package circulation
 // change to the control flow there must be made here too:
 //
 //	FireAfter(0)   load; running(s) ? CAS reserve(s) :
-//	               coalesce(s): look at the pending shot, due? CAS(s, s), due again?
+//	               coalesce(s): look at the pending shot, due? state still s? due again?
 //	               -> return; otherwise CAS advance(s) then arm(v, 0)
 //	FireAfter(d>0) load; CAS advance(s) then arm(v, d)
 //	Suspend        load; CAS advance(s)
@@ -60,18 +60,18 @@ type exPhase uint8
 const (
 	phDone exPhase = iota
 
-	phFireLoad        // Fire, that is FireAfter(0)
-	phFireLook        // coalesce: look at the pending shot (is it due?)
-	phFireCoalesceCAS // coalesce: CompareAndSwap(s, s)
-	phFireLookAgain   // coalesce: is it still due?
-	phFireCAS         // reserve (running) or advance (not running, not coalesced)
-	phFireAfterLoad   // FireAfter(d) with d > 0
-	phFireAfterCAS    //
-	phSuspendLoad     //
-	phSuspendCAS      //
-	phClaim           // a timer callback for version v: shot.run's claim
-	phStartLoad       // Trigger.start
-	phStartCAS        //
+	phFireLoad          // Fire, that is FireAfter(0)
+	phFireLook          // coalesce: look at the pending shot (is it due?)
+	phFireCoalesceCheck // coalesce: the state is still s
+	phFireLookAgain     // coalesce: is it still due?
+	phFireCAS           // reserve (running) or advance (not running, not coalesced)
+	phFireAfterLoad     // FireAfter(d) with d > 0
+	phFireAfterCAS      //
+	phSuspendLoad       //
+	phSuspendCAS        //
+	phClaim             // a timer callback for version v: shot.run's claim
+	phStartLoad         // Trigger.start
+	phStartCAS          //
 
 	// The phases from phBegin on hold the running bit (Trigger.loop).
 	phBegin // about to call f for version v
@@ -95,7 +95,7 @@ func (p exPhase) load() bool {
 // seen reports whether the phase uses the state its actor loaded.
 func (p exPhase) seen() bool {
 	switch p {
-	case phFireLook, phFireCoalesceCAS, phFireLookAgain,
+	case phFireLook, phFireCoalesceCheck, phFireLookAgain,
 		phFireCAS, phFireAfterCAS, phSuspendCAS, phStartCAS, phFinishCAS, phAbortCAS:
 		return true
 	}
@@ -174,21 +174,22 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 	switch a.ph {
 	case phFireLook:
 		if c == 0 && x.due(w, version(a.seen)) {
-			a.ph = phFireCoalesceCAS
+			a.ph = phFireCoalesceCheck
 		} else {
 			a.ph = phFireCAS // notCoalesced: advance
 		}
 
-	case phFireCoalesceCAS:
+	case phFireCoalesceCheck:
 		s := a.seen
-		if !x.cas(w, a, s, phFireLoad) { // retry
+		if w.s != s { // retry
+			a.ph, a.seen = phFireLoad, 0
 			return true
 		}
 		// Nothing happened to the state since the load: this Fire rides
 		// on the pending arming, if its callback has still not claimed it.
 		x.published(w, armFire, version(s))
 		a.ph, a.seen = phFireLookAgain, s
-		if x.flow == "coalesce does not look again after its CAS" {
+		if x.flow == "coalesce does not look again after its check" {
 			x.done(a)
 		}
 

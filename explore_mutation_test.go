@@ -100,10 +100,10 @@ var exMutants = []struct {
 		// A run can start and finish between coalesce's look and its
 		// CompareAndSwap, leaving the state as it was: only the second
 		// look, which finds the shot claimed, tells.
-		name: "coalesce does not look again after its CAS",
+		name: "coalesce does not look again after its check",
 		want: "lost fire",
 		t:    stateGo,
-		flow: "coalesce does not look again after its CAS",
+		flow: "coalesce does not look again after its check",
 	},
 	{
 		name: "abort keeps the running bit",

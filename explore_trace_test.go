@@ -104,15 +104,15 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 	failed := b.ph.load()
 	switch a.ph {
 	case phFireLook:
-		if b.ph == phFireCoalesceCAS {
+		if b.ph == phFireCoalesceCheck {
 			return "coalesce: the pending shot is due"
 		}
 		return "coalesce: no due shot in the slot"
-	case phFireCoalesceCAS:
+	case phFireCoalesceCheck:
 		if failed {
-			return "coalesce: CAS(s, s) fails: retry"
+			return "coalesce: the state changed: retry"
 		}
-		return "coalesce: CAS(s, s)"
+		return "coalesce: the state is still s"
 	case phFireLookAgain:
 		if b.ph == phDone {
 			return "coalesce: still due: coalesced, returns"

@@ -18,7 +18,8 @@ func SkipVersions(t *Trigger, n uint32) {
 func Version(t *Trigger) uint32 { return version(t.state.Load()) }
 
 // SetCoalesceHook makes f run inside a coalescing Fire, between its first
-// look at the pending arming and the compare-and-swap that validates it.
+// look at the pending arming and the second load of the state that
+// validates it.
 func SetCoalesceHook(f func()) { testHookCoalesce = f }
 
 // SetSuspendHook makes f run inside a Suspend that found a run in flight,

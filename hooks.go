@@ -5,7 +5,7 @@ package circulation
 // that is otherwise rare. Each is a nil check where it is not set.
 var (
 	// testHookCoalesce runs in coalesce between the first look at the
-	// pending shot and the compare-and-swap that validates it.
+	// pending shot and the second load of the state that validates it.
 	testHookCoalesce func()
 	// testHookSuspend runs in Suspend after it found a run in flight and
 	// before it cancels that run's context.

@@ -205,12 +205,13 @@ const (
 // caller loaded, not running.
 //
 // The pending shot is not ours, so it is only inspected, through atomic
-// fields. A compare-and-swap of s with itself then proves that nothing
-// happened to the state between that load and now; it cannot tell whether a
-// run started and finished in between (the state would be s again), so the
-// shot is checked again after it: still unclaimed means its callback has not
-// even begun, and will find the version unchanged unless a later call
-// supersedes both.
+// fields. Loading s again then proves that nothing happened to the state
+// between the two loads (a compare-and-swap of s with itself would prove no
+// more, and would take the state's cache line from other Fires). It cannot
+// tell whether a run started and finished in between (the state would be s
+// again), so the shot is checked again after it: still unclaimed means its
+// callback has not even begun, and will find the version unchanged unless a
+// later call supersedes both.
 func (t *Trigger) coalesce(s uint32) coalescing {
 	v := version(s)
 	due := func(p *shot) bool {
@@ -223,7 +224,7 @@ func (t *Trigger) coalesce(s uint32) coalescing {
 	if testHookCoalesce != nil {
 		testHookCoalesce()
 	}
-	if !t.state.CompareAndSwap(s, s) {
+	if t.state.Load() != s {
 		return retry
 	}
 	if !due(p) {

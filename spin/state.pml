@@ -103,7 +103,7 @@ proctype Fire() {
 	   :: !lu && due[lv] ->                       /* coalesce: the pending shot is due */
 	      atomic {
 		if
-		:: CURRENT -> published(FIRE, lv); ok = 1 /* CAS(s, s) */
+		:: CURRENT -> published(FIRE, lv); ok = 1 /* the state is still s */
 		:: else -> ok = 0
 		fi
 	      };
