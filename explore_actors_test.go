@@ -181,7 +181,7 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 
 	case phFireCoalesceCheck:
 		s := a.seen
-		if w.s != s { // retry
+		if w.s != s || x.flow == "coalesce retries for ever" { // retry
 			a.ph, a.seen = phFireLoad, 0
 			return true
 		}

@@ -49,8 +49,20 @@ var exMutants = []struct {
 		}),
 	},
 	{
+		name: "enter runs although running",
+		want: "actors hold the running bit at once",
+		t: with(func(t *transitions) {
+			t.enter = func(s, v uint32) (uint32, entry) {
+				if version(s) == v && running(s) {
+					return s, entryRun
+				}
+				return enter(s, v)
+			}
+		}),
+	},
+	{
 		name: "enter ignores the version",
-		want: "f starts for",
+		want: "a version ran twice",
 		t: with(func(t *transitions) {
 			t.enter = func(s, _ uint32) (uint32, entry) { return enter(s, version(s)) }
 		}),
@@ -77,6 +89,13 @@ var exMutants = []struct {
 		}),
 	},
 	{
+		name: "finish ignores ok",
+		want: "rescheduled although f returned false",
+		t: with(func(t *transitions) {
+			t.finish = func(s, v uint32, _ bool) (uint32, exit) { return finish(s, v, true) }
+		}),
+	},
+	{
 		name: "finish arms under the old version",
 		want: "ran twice",
 		t: with(func(t *transitions) {
@@ -98,12 +117,30 @@ var exMutants = []struct {
 	},
 	{
 		// A run can start and finish between coalesce's look and its
-		// CompareAndSwap, leaving the state as it was: only the second
-		// look, which finds the shot claimed, tells.
+		// check of the state, leaving the state as it was: only the
+		// second look, which finds the shot claimed, tells.
 		name: "coalesce does not look again after its check",
 		want: "lost fire",
 		t:    stateGo,
 		flow: "coalesce does not look again after its check",
+	},
+	{
+		// A livelock: only the depth-first search sees the cycle, and the
+		// trace is its path.
+		name: "coalesce retries for ever",
+		want: "cycle",
+		t:    stateGo,
+		flow: "coalesce retries for ever",
+	},
+	{
+		name: "abort keeps the reservation",
+		want: "reservation bit is set without the running bit",
+		t: with(func(t *transitions) {
+			t.abort = func(s uint32) (uint32, exit) {
+				n, e := abort(s)
+				return n | s&reservedBit, e
+			}
+		}),
 	},
 	{
 		name: "abort keeps the running bit",

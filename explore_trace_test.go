@@ -10,7 +10,10 @@ import (
 
 // shortest replaces the failing path that the depth-first search found,
 // which is rarely the simplest, with a shortest one, found breadth first.
+// A cycle (a livelock) is a violation only the depth-first search sees: its
+// path is kept as it is.
 func (x *explorer) shortest(cfg exConfig) {
+	bad, dfsPath := x.bad, x.path
 	type node struct {
 		w      exWorld
 		parent int
@@ -61,7 +64,7 @@ func (x *explorer) shortest(cfg exConfig) {
 			}
 		}
 	}
-	panic("explorer: the breadth-first search misses the violation the depth-first one found")
+	x.bad, x.path = bad, dfsPath
 }
 
 // trace replays the failing path from cfg and describes it.

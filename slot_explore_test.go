@@ -361,7 +361,7 @@ var slMutants = []struct {
 	{"settle keeps the older shot", false, "killed while it is the latest arming"},
 	{"disarm kills the current shot", false, "killed while it is the latest arming"},
 	{"kill trusts Stop alone", true, "negative"},
-	{"release recycles one reference early", false, "recycled"},
+	{"release recycles one reference early", false, "which was recycled"},
 }
 
 func TestExploreSlotMutants(t *testing.T) {
