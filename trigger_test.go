@@ -498,17 +498,18 @@ func TestTimersStayOnTheirClock(t *testing.T) {
 }
 
 // TestStopLeavesNothing stops a Trigger on the real clock while a run is in
-// flight and another is reserved: once Stop returns nil, no goroutine of the
-// Trigger's is left.
+// flight and another is reserved: the run ends only once Stop has begun
+// (Stop's Suspend cancels its context), and once Stop returns nil, the run
+// has returned and no goroutine of the Trigger's is left.
 func TestStopLeavesNothing(t *testing.T) {
-	started, release := make(chan struct{}, 1), make(chan struct{})
+	started := make(chan struct{}, 1)
 	var returned atomic.Int32
 	tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
 		select {
 		case started <- struct{}{}:
 		default:
 		}
-		<-release
+		<-ctx.Done()
 		returned.Add(1)
 		return time.Millisecond, true
 	})
@@ -516,10 +517,6 @@ func TestStopLeavesNothing(t *testing.T) {
 	<-started
 	tr.Fire()               // reserved behind the run in flight
 	tr.FireAfter(time.Hour) // a pending timer
-	go func() {
-		time.Sleep(10 * time.Millisecond) // let Stop begin waiting first
-		close(release)
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, tr.Stop(ctx))
