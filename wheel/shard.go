@@ -45,6 +45,8 @@ type shard struct {
 	tick    uint64        // nanoseconds per tick
 	unit    uint64        // nanoseconds per unit of timer.off
 	stopped bool          // set by Wheel.Stop: the shard accepts no timer
+	inline  bool          // the Wheel runs callbacks inline: fire also appends the timer to held
+	held    []*timer      // inline only: the timers advance fired, in the order of their funcs, until the goroutine takes them
 	count   int           // pending timers
 	spares  spares        // pages for the slots
 	batch   batch         // timers for AfterFunc
@@ -319,10 +321,16 @@ func (sh *shard) expire(due []func()) []func() {
 	return due
 }
 
-// fire marks t as no longer pending and appends its func to due.
+// fire marks t as no longer pending and appends its func to due. On an
+// inline wheel, t is held until its callback starts (see held); otherwise
+// it has started.
 func (sh *shard) fire(t *timer, due []func()) []func() {
 	due = append(due, t.f)
-	t.f = nil
+	t.f, t.at = nil, started
+	if sh.inline {
+		t.at = held
+		sh.held = append(sh.held, t)
+	}
 	sh.count--
 	return due
 }

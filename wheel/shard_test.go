@@ -26,6 +26,7 @@ func TestShardAgainstModel(t *testing.T) {
 			// spanStart reports whether tick at starts a span above level 0.
 			spanStart := func(at uint64) bool { return at&sh.mask == 0 }
 			pending := map[*timer]bool{}
+			deadline := map[*timer]uint64{} // exact(tm) when added: fire changes at
 			var all []*timer
 			firedNow := map[*timer]int{}
 			// span draws a distance with every magnitude equally likely,
@@ -68,6 +69,7 @@ func TestShardAgainstModel(t *testing.T) {
 						t.Fatalf("step %d: add(at=%d) at cur=%d returned event=%d sooner=%v due=%v", step, tm.at, sh.cur, e, sooner, due)
 					}
 					pending[tm] = true
+					deadline[tm] = exact(tm)
 					all = append(all, tm)
 				case op < 7 && len(all) > 0: // remove
 					tm := all[rng.IntN(len(all))]
@@ -90,8 +92,8 @@ func TestShardAgainstModel(t *testing.T) {
 						f()
 					}
 					for tm, n := range firedNow {
-						if n != 1 || exact(tm) > now {
-							t.Fatalf("step %d: timer due at %d fired %d times advancing to %d", step, exact(tm), n, now)
+						if n != 1 || deadline[tm] > now || tm.at != started {
+							t.Fatalf("step %d: timer due at %d fired %d times advancing to %d, at=%d", step, deadline[tm], n, now, tm.at)
 						}
 						delete(pending, tm)
 					}

@@ -11,7 +11,7 @@ package wheel
 type timer struct {
 	f   func() // the callback while the timer is pending; nil once it has fired or was stopped or dropped
 	sh  *shard // the shard that holds it; nil for a timer that fired in AfterFunc
-	at  uint64 // its deadline rounded up to a tick, counted in ticks from the Wheel's start
+	at  uint64 // while pending, its deadline rounded up to a tick, counted in ticks from the Wheel's start; then dropped, claimed, held or started
 	pos uint32 // its position in its slot (see slot)
 	off uint32 // its exact deadline is at ticks less off units (see shard.exact)
 }
@@ -50,10 +50,13 @@ var fired = &timer{}
 
 // Stop prevents the timer's callback from running. It reports whether the
 // call stopped the timer: false if the callback has already been started
-// or the timer was already stopped. A timer that Wheel.Stop dropped counts
-// as stopped by the first Stop after the drop, which reports true: its
-// callback will never run, and an owner that accounts for its timers by
-// Stop's result (as a Trigger does) must learn so. Stop does not wait for
+// (or handed to the runners, which start it) or the timer was already
+// stopped. On a wheel with inline callbacks, a due callback that the
+// wheel's goroutine has not started yet is still prevented. A timer that
+// Wheel.Stop dropped (pending, or due and not started on an inline wheel)
+// counts as stopped by the first Stop after the drop, which reports true:
+// its callback will never run, and an owner that accounts for its timers
+// by Stop's result (as a Trigger does) must learn so. Stop does not wait for
 // the callback to complete. It takes O(1) time, holding the lock of one
 // shard, and the wheel keeps no reference to a stopped timer. It is safe
 // for concurrent use.
@@ -64,7 +67,7 @@ func (t *timer) Stop() bool {
 	}
 	sh.mu.Lock()
 	if t.f == nil {
-		ok := t.at == dropped
+		ok := t.at == dropped || t.at == held
 		if ok {
 			t.at = claimed
 		}
@@ -76,10 +79,28 @@ func (t *timer) Stop() bool {
 	return true
 }
 
-// Values of at once a timer is not pending, where no pending timer's at
-// can be (a pending timer is due after tick 0): dropped by Wheel.Stop and
-// not yet stopped, then claimed by the first Stop.
+// Values of at once a timer is not pending (f is nil): dropped by
+// Wheel.Stop, or abandoned by an inline wheel's goroutine that Wheel.Stop
+// ended, and not yet stopped; claimed by the first Stop after a drop, or
+// by a Stop that prevented a held callback; held: fired on an inline
+// wheel, its callback not started yet (Stop still prevents it); started:
+// its callback has been started, or handed to the runners, which start it.
 const (
-	dropped = 0
-	claimed = 1
+	dropped = iota
+	claimed
+	held
+	started
 )
+
+// start marks the held timer t as started and reports whether it was
+// still held, that is whether no Stop prevented its callback.
+func (t *timer) start() bool {
+	sh := t.sh
+	sh.mu.Lock()
+	ok := t.at == held
+	if ok {
+		t.at = started
+	}
+	sh.mu.Unlock()
+	return ok
+}

@@ -44,9 +44,10 @@ type Wheel struct {
 	exited chan struct{} // closed by the goroutine as it exits
 
 	// mu orders Stop against the goroutine's inline callbacks.
-	mu      sync.Mutex
-	stopped bool // written by Stop
-	inCall  bool // written by the goroutine: it is running an inline callback
+	mu        sync.Mutex
+	stopped   bool // written by Stop
+	inCall    bool // written by the goroutine: it is running an inline callback
+	abandoned int  // written by the goroutine as it exits: held timers it marked dropped
 }
 
 var _ circulation.Scheduler = (*Wheel)(nil)
@@ -73,6 +74,7 @@ func New(opts ...Option) *Wheel {
 	}
 	for i := range w.shards {
 		w.shards[i] = newShard(o.slotBits(), uint64(o.tick))
+		w.shards[i].inline = o.inline
 	}
 	w.homes.init(len(w.shards))
 	w.wakeAt.Store(never)
@@ -213,10 +215,13 @@ func (w *Wheel) Len() int {
 // wait for callbacks that have started to complete. Later calls do nothing
 // and return 0.
 //
-// With WithInlineCallbacks, Stop called while the wheel's goroutine runs an
-// inline callback (for example from inside it) returns without waiting:
-// the goroutine exits as soon as that callback returns, starting no other.
-// Callbacks that were due but had not started are dropped then, uncounted.
+// With WithInlineCallbacks, callbacks that were due but had not started
+// when Stop ended the goroutine are dropped, as pending timers are: their
+// Timers' Stop reports true once, and Stop counts them. Stop called while
+// the wheel's goroutine runs an inline callback (for example from inside
+// it) returns without waiting: the goroutine exits as soon as that
+// callback returns, starting no other, and the callbacks it drops then
+// are not in Stop's count (their Timers' Stop still reports true once).
 func (w *Wheel) Stop() (dropped int) {
 	w.mu.Lock()
 	if w.stopped {
@@ -231,6 +236,7 @@ func (w *Wheel) Stop() (dropped int) {
 	if !busy {
 		<-w.exited
 		w.run.drain()
+		dropped = w.abandoned // written before exited was closed
 	}
 	for _, sh := range w.shards {
 		sh.mu.Lock()
@@ -249,6 +255,7 @@ func (w *Wheel) loop() {
 	sleep := time.NewTimer(time.Duration(math.MaxInt64))
 	defer sleep.Stop()
 	var due []func()
+	var held []*timer // inline only: due's timers, in the same order
 	for {
 		// Publish "scanning" before looking at any shard: an AfterFunc
 		// that brings an event forward after we have looked at its shard
@@ -268,6 +275,11 @@ func (w *Wheel) loop() {
 				sh.mu.Lock()
 				due = sh.advance(now, due)
 				e = sh.next.Load()
+				if w.inline {
+					held = append(held, sh.held...)
+					clear(sh.held)
+					sh.held = sh.held[:0]
+				}
 				sh.mu.Unlock()
 			}
 			next = min(next, e)
@@ -276,11 +288,13 @@ func (w *Wheel) loop() {
 		if testHookDispatch != nil && len(due) > 0 {
 			testHookDispatch()
 		}
-		if !w.dispatch(due) {
+		if !w.dispatch(due, held) {
 			return
 		}
 		clear(due)
 		due = due[:0]
+		clear(held)
+		held = held[:0]
 
 		at := w.wakeAt.Load()
 		if at == never {
@@ -320,17 +334,25 @@ func (w *Wheel) until(at uint64) time.Duration {
 
 // dispatch starts the callbacks in due and reports whether the goroutine
 // should go on. The runners start them, unless the wheel is inline: then
-// they run here, and Stop may end the goroutine between two callbacks.
-func (w *Wheel) dispatch(due []func()) bool {
+// they run here, each unless its timer (held[i] for due[i]) was stopped
+// since it fired, and Stop may end the goroutine between two callbacks.
+// The goroutine then marks the timers of the callbacks it did not start
+// as dropped, and counts them in abandoned.
+func (w *Wheel) dispatch(due []func(), held []*timer) bool {
 	if !w.inline {
 		w.run.submit(due)
 		return true
 	}
-	for _, f := range due {
+	for i, f := range due {
 		w.mu.Lock()
 		if w.stopped {
 			w.mu.Unlock()
+			w.abandon(held[i:])
 			return false
+		}
+		if !held[i].start() { // (w.mu, then a shard's lock: nothing nests them the other way)
+			w.mu.Unlock()
+			continue
 		}
 		w.inCall = true
 		w.mu.Unlock()
@@ -340,8 +362,28 @@ func (w *Wheel) dispatch(due []func()) bool {
 		stopped := w.stopped
 		w.mu.Unlock()
 		if stopped {
+			w.abandon(held[i+1:])
 			return false
 		}
 	}
 	return true
+}
+
+// abandon marks the held timers whose callbacks will not start, since
+// Stop ended the goroutine, as dropped, so that a Timer.Stop on each
+// reports true once, and adds their number to abandoned.
+func (w *Wheel) abandon(ts []*timer) {
+	n := 0
+	for _, t := range ts {
+		sh := t.sh
+		sh.mu.Lock()
+		if t.at == held {
+			t.at = dropped
+			n++
+		}
+		sh.mu.Unlock()
+	}
+	w.mu.Lock()
+	w.abandoned += n
+	w.mu.Unlock()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/circulation-go/circulation"
 	"github.com/circulation-go/circulation/wheel"
 )
 
@@ -330,6 +331,60 @@ func TestStopWaitsForTheGoroutine(t *testing.T) {
 		close(proceed)
 		assert.Equal(t, 0, <-stopped)
 		assert.EqualValues(t, 1000, wheel.Submitted(w))
+	})
+	goleak.VerifyNone(t)
+}
+
+// A Stop from another goroutine while an inline wheel's goroutine holds due
+// callbacks it has not started drops them as it drops pending timers: none
+// runs, Stop counts them, and each Timer's Stop reports true once.
+func TestStopDropsHeldInlineCallbacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		collected, proceed := make(chan struct{}), make(chan struct{})
+		wheel.SetDispatchHook(func() { close(collected); <-proceed })
+		defer wheel.SetDispatchHook(nil)
+		w := wheel.New(wheel.WithInlineCallbacks())
+		var ran atomic.Int64
+		timers := make([]circulation.Timer, 1000)
+		for i := range timers {
+			timers[i] = w.AfterFunc(time.Second, func() { ran.Add(1) })
+		}
+		<-collected // the goroutine holds the 1000 due callbacks
+		stopped := make(chan int)
+		go func() { stopped <- w.Stop() }()
+		synctest.Wait() // Stop has marked the wheel stopped and waits for the goroutine
+		close(proceed)
+		assert.Equal(t, 1000, <-stopped)
+		assert.Zero(t, ran.Load())
+		for i, tm := range timers {
+			require.True(t, tm.Stop(), "timer %d: first Stop of a dropped timer", i)
+			require.False(t, tm.Stop(), "timer %d: second Stop", i)
+		}
+	})
+	goleak.VerifyNone(t)
+}
+
+// On an inline wheel, a Timer's Stop between the goroutine's collecting its
+// callback and starting it prevents the call, and reports so.
+func TestStopPreventsAHeldInlineCallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		collected, proceed := make(chan struct{}), make(chan struct{})
+		wheel.SetDispatchHook(func() { close(collected); <-proceed })
+		defer wheel.SetDispatchHook(nil)
+		w := wheel.New(wheel.WithInlineCallbacks())
+		defer w.Stop()
+		var a, b atomic.Int64
+		ta := w.AfterFunc(time.Second, func() { a.Add(1) })
+		tb := w.AfterFunc(time.Second, func() { b.Add(1) })
+		<-collected
+		assert.True(t, ta.Stop())
+		assert.False(t, ta.Stop())
+		close(proceed)
+		synctest.Wait()
+		wheel.SetDispatchHook(nil)
+		assert.Zero(t, a.Load())
+		assert.EqualValues(t, 1, b.Load())
+		assert.False(t, tb.Stop())
 	})
 	goleak.VerifyNone(t)
 }
