@@ -103,26 +103,17 @@ func (sh *shard) time(tick uint64) uint64 {
 	return lo
 }
 
-// add makes t pending and returns the time of its first event, and whether
-// that is sooner than next was (next is lowered then: the caller must wake
-// the wheel's goroutine by then). If t is due at or before cur, the tick
-// the wheel's goroutine has already handled (its clock reading came after
-// the caller's), add does nothing and reports due if the caller starts
-// such a timer itself (startDue); otherwise t is moved to the next tick.
-func (sh *shard) add(t *timer, startDue bool) (event uint64, sooner, due bool) {
-	if t.at <= sh.cur {
-		if startDue {
-			return 0, false, true
-		}
-		t.at, t.off = sh.cur+1, 0
-	}
+// add makes t, due at tick t.at > sh.cur, pending and returns the time of
+// its first event, and whether that is sooner than next was (next is
+// lowered then: the caller must wake the wheel's goroutine by then).
+func (sh *shard) add(t *timer) (event uint64, sooner bool) {
 	event = sh.place(t)
 	sh.count++
 	if event < sh.next.Load() {
 		sh.next.Store(event)
-		return event, true, false
+		return event, true
 	}
-	return event, false, false
+	return event, false
 }
 
 // place puts t, due at tick t.at > sh.cur, on its level and returns the

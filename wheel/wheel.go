@@ -111,19 +111,26 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	// the timer later.
 	end := w.now() + uint64(max(d, 0)) // < 2^64: each term < 2^63
 	sh := w.lockHome()
-	t := sh.batch.next(sh)
-	t.f = f
-	t.at, t.off = w.deadline(end, sh.unit)
 	if sh.stopped {
 		sh.mu.Unlock()
 		panic("wheel: AfterFunc on stopped Wheel")
 	}
-	e, sooner, due := sh.add(t, !w.inline)
-	sh.mu.Unlock()
-	if due {
-		go f()
-		return fired
+	at, off := w.deadline(end, sh.unit)
+	if at <= sh.cur {
+		// Due in a tick the wheel's goroutine has already handled (its
+		// clock reading came after ours): start f now, or, inline, in
+		// the next tick. No timer is taken for a call started here.
+		if !w.inline {
+			sh.mu.Unlock()
+			go f()
+			return fired
+		}
+		at, off = sh.cur+1, 0
 	}
+	t := sh.batch.next(sh)
+	t.f, t.at, t.off = f, at, off
+	e, sooner := sh.add(t)
+	sh.mu.Unlock()
 	if sooner {
 		w.wake(e)
 	}
