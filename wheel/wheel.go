@@ -42,6 +42,7 @@ type Wheel struct {
 	closed atomic.Bool   // set by Stop before anything else: AfterFunc panics
 	quit   chan struct{} // closed by Stop: the goroutine exits
 	exited chan struct{} // closed by the goroutine as it exits
+	done   chan struct{} // closed by the first Stop as it returns
 
 	// mu orders Stop against the goroutine's inline callbacks.
 	mu        sync.Mutex
@@ -70,6 +71,7 @@ func New(opts ...Option) *Wheel {
 		kick:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
 		run:     newRunners(),
 	}
 	for i := range w.shards {
@@ -219,8 +221,9 @@ func (w *Wheel) Len() int {
 // dropped. When Stop returns, every callback that fell due before it has
 // been handed to a goroutine, none will start afterwards, the wheel's
 // goroutine has done its last work, and AfterFunc panics. Stop does not
-// wait for callbacks that have started to complete. Later calls do nothing
-// and return 0.
+// wait for callbacks that have started to complete. Later calls, and calls
+// concurrent with the first, drop nothing and return 0 once the first call
+// has returned, so that what it guarantees holds when any call returns.
 //
 // With WithInlineCallbacks, callbacks that were due but had not started
 // when Stop ended the goroutine are dropped, as pending timers are: their
@@ -233,8 +236,10 @@ func (w *Wheel) Stop() (dropped int) {
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
+		<-w.done
 		return 0
 	}
+	defer close(w.done)
 	w.stopped = true
 	w.closed.Store(true)
 	busy := w.inCall

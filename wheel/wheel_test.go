@@ -388,3 +388,36 @@ func TestStopPreventsAHeldInlineCallback(t *testing.T) {
 	})
 	goleak.VerifyNone(t)
 }
+
+// A Stop concurrent with the first returns only once the first has, so
+// that the wheel's goroutine is gone and no callback starts when either
+// returns.
+func TestConcurrentStopsWaitForTheFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		collected, proceed := make(chan struct{}), make(chan struct{})
+		wheel.SetDispatchHook(func() { close(collected); <-proceed })
+		defer wheel.SetDispatchHook(nil)
+		w := wheel.New()
+		for range 1000 {
+			w.AfterFunc(time.Second, func() {})
+		}
+		w.AfterFunc(time.Hour, func() {})
+		<-collected // the goroutine holds the 1000 due callbacks
+		stopped := make(chan int)
+		for range 2 {
+			go func() { stopped <- w.Stop() }()
+		}
+		synctest.Wait()
+		select {
+		case n := <-stopped:
+			t.Fatalf("a Stop returned %d while the wheel's goroutine held due callbacks", n)
+		default:
+		}
+		close(proceed)
+		a, b := <-stopped, <-stopped
+		assert.ElementsMatch(t, []int{0, 1}, []int{a, b})
+		assert.EqualValues(t, 1000, wheel.Submitted(w))
+		assert.Zero(t, w.Stop())
+	})
+	goleak.VerifyNone(t)
+}
