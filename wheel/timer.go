@@ -4,13 +4,14 @@ package wheel
 // AfterFunc returns. It is 32 bytes, allocated timerBatch at a time (see
 // batch); the wheel refers to it from one slot, so Stop frees everything at
 // once except the timer itself, which the caller's own reference keeps
-// (with the other timers of its batch).
+// (with the other timers of its batch), as does its shard's batch until
+// the shard has handed out the batch's other timers.
 //
 // sh never changes. f, at, off and pos are guarded by sh.mu; at and off are
 // written before the timer is placed.
 type timer struct {
 	f   func() // the callback while the timer is pending; nil once it has fired or was stopped or dropped
-	sh  *shard // the shard that holds it; nil for a timer that fired in AfterFunc
+	sh  *shard // the shard that holds it; nil only in fired, the Timer of a call AfterFunc started at once
 	at  uint64 // while pending, its deadline rounded up to a tick, counted in ticks from the Wheel's start; then dropped, claimed, held or started
 	pos uint32 // its position in its slot (see slot)
 	off uint32 // its exact deadline is at ticks less off units (see shard.exact)
@@ -58,8 +59,10 @@ var fired = &timer{}
 // its callback will never run, and an owner that accounts for its timers
 // by Stop's result (as a Trigger does) must learn so. Stop does not wait for
 // the callback to complete. It takes O(1) time, holding the lock of one
-// shard, and the wheel keeps no reference to a stopped timer. It is safe
-// for concurrent use.
+// shard, and the wheel lets go of the callback and of the slot's entry for
+// the timer at once (the timer itself stays in memory while the shard
+// hands out the rest of its batch: see batch). It is safe for concurrent
+// use.
 func (t *timer) Stop() bool {
 	sh := t.sh
 	if sh == nil {

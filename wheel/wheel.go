@@ -84,19 +84,24 @@ func New(opts ...Option) *Wheel {
 	return w
 }
 
-// AfterFunc arranges for f to be called once, on a goroutine of its own
-// (see runners in doc.go), after at least d has elapsed since the call, and
-// returns a Timer whose Stop cancels the call. f is never called early,
-// and late only by the time the wheel's goroutine takes to wake (as a
-// runtime timer would) or, for a timer whose deadline falls in a tick that
-// starts the span of a slot above level 0, by up to one tick. A d of zero
-// or less starts f at once, on a goroutine of its own.
+// AfterFunc arranges for f to be called once, after at least d has elapsed
+// since the call, and returns a Timer whose Stop cancels the call. f is
+// never called early, and late only by the time the wheel's goroutine
+// takes to wake (as a runtime timer would) or, for a timer whose deadline
+// falls in a tick that starts the span of a slot above level 0, by up to
+// one tick. f runs on a runner goroutine that nothing else waits for:
+// quick callbacks share runners, and a callback that blocks holds up only
+// its own (see Runners in the package documentation). A d of zero or less,
+// or a deadline in a tick the wheel's goroutine has already handled,
+// starts f at once, on a goroutine of its own.
 //
 // With WithInlineCallbacks, f runs on the wheel's goroutine instead, and a
 // d of zero or less waits for the next tick.
 //
-// AfterFunc takes O(1) time and allocates one 32-byte timer. It panics if f
-// is nil or the Wheel was stopped.
+// AfterFunc takes O(1) time. A call it does not start at once takes a
+// 32-byte timer from its shard, which allocates timers four at a time
+// (128 bytes); a Timer kept after its call is over keeps its three
+// siblings in memory. It panics if f is nil or the Wheel was stopped.
 func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	if f == nil {
 		panic("wheel: AfterFunc with nil func")
