@@ -2,6 +2,7 @@ package wheel_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -84,6 +85,7 @@ func TestAnyDelay(t *testing.T) {
 		511 * time.Millisecond, 512 * time.Millisecond, 513 * time.Millisecond,
 		512*512*time.Millisecond - 1, 512 * 512 * time.Millisecond, 512*512*time.Millisecond + 1,
 		time.Hour, 3 * 24 * time.Hour, 400 * 24 * time.Hour, 100 * 365 * 24 * time.Hour,
+		math.MaxInt64 - 1<<61, // near the largest Duration, every bit but bit 61 set
 	}
 	for _, d := range delays {
 		t.Run(d.String(), func(t *testing.T) {
