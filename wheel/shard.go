@@ -147,9 +147,9 @@ func (sh *shard) place(t *timer) (event uint64) {
 	return sh.time(t.at >> shift << shift)
 }
 
-// remove takes the pending timer t out of its slot in O(1) and drops its
-// callback. It does not recompute next: a stale next only costs the
-// wheel's goroutine one spurious look.
+// remove takes the pending timer t out of its slot in O(1), drops its
+// callback and marks it claimed. It does not recompute next: a stale next
+// only costs the wheel's goroutine one spurious look.
 func (sh *shard) remove(t *timer) {
 	k := sh.levelOf(t.at)
 	s := t.at >> (k * sh.bits) & sh.mask
@@ -161,7 +161,7 @@ func (sh *shard) remove(t *timer) {
 			lv.earliest[s] = never
 		}
 	}
-	t.f = nil
+	t.f, t.at = nil, claimed // its tick could read as held
 	sh.count--
 }
 

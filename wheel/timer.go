@@ -84,8 +84,8 @@ func (t *timer) Stop() bool {
 
 // Values of at once a timer is not pending (f is nil): dropped by
 // Wheel.Stop, or abandoned by an inline wheel's goroutine that Wheel.Stop
-// ended, and not yet stopped; claimed by the first Stop after a drop, or
-// by a Stop that prevented a held callback; held: fired on an inline
+// ended, and not yet stopped; claimed by a Stop that stopped it (pending,
+// dropped or held); held: fired on an inline
 // wheel, its callback not started yet (Stop still prevents it); started:
 // its callback has been started, or handed to the runners, which start it.
 const (

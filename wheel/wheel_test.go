@@ -423,3 +423,17 @@ func TestConcurrentStopsWaitForTheFirst(t *testing.T) {
 	})
 	goleak.VerifyNone(t)
 }
+
+// A second Stop of a stopped timer reports false whatever tick its deadline
+// was in, the first few included.
+func TestSecondStopOfAnEarlyTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := wheel.New(wheel.WithTick(time.Second))
+		defer w.Stop()
+		for _, d := range []time.Duration{1, time.Second + 1, 2*time.Second + 1, 3*time.Second + 1} {
+			tm := w.AfterFunc(d, func() {})
+			assert.True(t, tm.Stop(), d)
+			assert.False(t, tm.Stop(), d)
+		}
+	})
+}
