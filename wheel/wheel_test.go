@@ -308,15 +308,23 @@ func TestNewPanicsOnInvalidOptions(t *testing.T) {
 	assert.PanicsWithValue(t, "wheel: AfterFunc with nil func", func() { w.AfterFunc(time.Second, nil) })
 }
 
+// holdDispatch makes a wheel's goroutine, once it has collected due
+// callbacks, close collected and wait until proceed is closed before it
+// dispatches them. It is for one dispatch: the hook is removed when t ends.
+func holdDispatch(t *testing.T) (collected, proceed chan struct{}) {
+	collected, proceed = make(chan struct{}), make(chan struct{})
+	wheel.SetDispatchHook(func() { close(collected); <-proceed })
+	t.Cleanup(func() { wheel.SetDispatchHook(nil) })
+	return collected, proceed
+}
+
 // When Stop returns, the wheel's goroutine has done its last work: Stop
 // waits while the goroutine holds callbacks it has collected, and they
 // are all handed over before Stop returns. (The goroutine may still be
 // returning from its last call; goleak sees it gone moments later.)
 func TestStopWaitsForTheGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		collected, proceed := make(chan struct{}), make(chan struct{})
-		wheel.SetDispatchHook(func() { close(collected); <-proceed })
-		defer wheel.SetDispatchHook(nil)
+		collected, proceed := holdDispatch(t)
 		w := wheel.New()
 		for range 1000 {
 			w.AfterFunc(time.Second, func() {})
@@ -342,9 +350,7 @@ func TestStopWaitsForTheGoroutine(t *testing.T) {
 // runs, Stop counts them, and each Timer's Stop reports true once.
 func TestStopDropsHeldInlineCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		collected, proceed := make(chan struct{}), make(chan struct{})
-		wheel.SetDispatchHook(func() { close(collected); <-proceed })
-		defer wheel.SetDispatchHook(nil)
+		collected, proceed := holdDispatch(t)
 		w := wheel.New(wheel.WithInlineCallbacks())
 		var ran atomic.Int64
 		timers := make([]circulation.Timer, 1000)
@@ -370,9 +376,7 @@ func TestStopDropsHeldInlineCallbacks(t *testing.T) {
 // callback and starting it prevents the call, and reports so.
 func TestStopPreventsAHeldInlineCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		collected, proceed := make(chan struct{}), make(chan struct{})
-		wheel.SetDispatchHook(func() { close(collected); <-proceed })
-		defer wheel.SetDispatchHook(nil)
+		collected, proceed := holdDispatch(t)
 		w := wheel.New(wheel.WithInlineCallbacks())
 		defer w.Stop()
 		var a, b atomic.Int64
@@ -396,9 +400,7 @@ func TestStopPreventsAHeldInlineCallback(t *testing.T) {
 // returns.
 func TestConcurrentStopsWaitForTheFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		collected, proceed := make(chan struct{}), make(chan struct{})
-		wheel.SetDispatchHook(func() { close(collected); <-proceed })
-		defer wheel.SetDispatchHook(nil)
+		collected, proceed := holdDispatch(t)
 		w := wheel.New()
 		for range 1000 {
 			w.AfterFunc(time.Second, func() {})
