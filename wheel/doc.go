@@ -14,7 +14,7 @@
 // wakes after the deadline, at most about one tick late; any delay works,
 // up to the 292 years of a time.Duration; a callback that blocks never
 // delays another; a wheel with nothing due sleeps; Timer.Stop is O(1) and
-// the wheel lets go of the timer at once; everything is safe for
+// the wheel lets go of the callback at once; everything is safe for
 // concurrent use; after Wheel.Stop no callback starts and the wheel's
 // goroutine is gone. The figures below are medians from bench/cmd/compare
 // (fresh process per figure, 1M timers, 2 cores shared with other work).
@@ -66,8 +66,9 @@
 // the oldest timer, the usual timeout, touches no other timer (49 CPU ns
 // per Stop, against 83 when the slot's last timer filled the hole). Its
 // pointers are kept in pages, fixed arrays of 32, that come from and go
-// back to a few spares per shard: a slot grows without copying, and gives
-// a page back as soon as its oldest timers are gone. As one slice grown
+// back to a shard's spares, at most 512 pages (128 KiB) per shard: a slot
+// grows without copying, and gives a page back as soon as its oldest
+// timers are gone. As one slice grown
 // by append (a quarter at a time once large, so each pointer was copied
 // about four times while a slot filled), arming 1M timers cost 0.59 of
 // time.AfterFunc's time, 0.59 of its CPU; paged, 0.48 and 0.42. A slot

@@ -25,10 +25,13 @@ import (
 // keeps its shard; doc.go has the measurements.
 type homes [homeBuckets]atomic.Uint32 // homes[b] is the index in Wheel.shards of bucket b's shard
 
-// homeBuckets is the number of buckets. Two goroutines in one bucket
-// share a shard for good; with 256 buckets, a pair does so one time in
-// 256.
-const homeBuckets = 256
+// homeBuckets is the number of buckets, 1<<homeBits. Two goroutines in
+// one bucket share a shard for good; with 256 buckets, a pair does so one
+// time in 256.
+const (
+	homeBits    = 8
+	homeBuckets = 1 << homeBits
+)
 
 // init spreads the buckets over n shards.
 func (h *homes) init(n int) {
@@ -43,8 +46,9 @@ func (h *homes) init(n int) {
 func (w *Wheel) lockHome() *shard {
 	var here byte
 	// Stacks are at least 2 KB; the multiplication spreads neighbouring
-	// stacks, which are often aligned alike, over all the buckets.
-	return w.lockBucket(&w.homes[uint64(uintptr(unsafe.Pointer(&here))>>11)*0x9E3779B97F4A7C15>>56])
+	// stacks, which are often aligned alike, over all the buckets, and
+	// its top homeBits bits pick one.
+	return w.lockBucket(&w.homes[uint64(uintptr(unsafe.Pointer(&here))>>11)*0x9E3779B97F4A7C15>>(64-homeBits)])
 }
 
 // lockBucket locks the shard of bucket b and returns it, or, if another

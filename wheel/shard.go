@@ -45,6 +45,8 @@ type shard struct {
 	tick    uint64        // nanoseconds per tick
 	unit    uint64        // nanoseconds per unit of timer.off
 	stopped bool          // set by Wheel.Stop: the shard accepts no timer
+	inline  bool          // the Wheel runs callbacks inline: fire also appends the timer to held
+	held    []*timer      // inline only: the timers advance fired, in the order of their funcs, until the goroutine takes them
 	count   int           // pending timers
 	spares  spares        // pages for the slots
 	batch   batch         // timers for AfterFunc
@@ -101,26 +103,17 @@ func (sh *shard) time(tick uint64) uint64 {
 	return lo
 }
 
-// add makes t pending and returns the time of its first event, and whether
-// that is sooner than next was (next is lowered then: the caller must wake
-// the wheel's goroutine by then). If t is due at or before cur, the tick
-// the wheel's goroutine has already handled (its clock reading came after
-// the caller's), add does nothing and reports due if the caller starts
-// such a timer itself (startDue); otherwise t is moved to the next tick.
-func (sh *shard) add(t *timer, startDue bool) (event uint64, sooner, due bool) {
-	if t.at <= sh.cur {
-		if startDue {
-			return 0, false, true
-		}
-		t.at, t.off = sh.cur+1, 0
-	}
+// add makes t, due at tick t.at > sh.cur, pending and returns the time of
+// its first event, and whether that is sooner than next was (next is
+// lowered then: the caller must wake the wheel's goroutine by then).
+func (sh *shard) add(t *timer) (event uint64, sooner bool) {
 	event = sh.place(t)
 	sh.count++
 	if event < sh.next.Load() {
 		sh.next.Store(event)
-		return event, true, false
+		return event, true
 	}
-	return event, false, false
+	return event, false
 }
 
 // place puts t, due at tick t.at > sh.cur, on its level and returns the
@@ -154,9 +147,9 @@ func (sh *shard) place(t *timer) (event uint64) {
 	return sh.time(t.at >> shift << shift)
 }
 
-// remove takes the pending timer t out of its slot in O(1) and drops its
-// callback. It does not recompute next: a stale next only costs the
-// wheel's goroutine one spurious look.
+// remove takes the pending timer t out of its slot in O(1), drops its
+// callback and marks it claimed. It does not recompute next: a stale next
+// only costs the wheel's goroutine one spurious look.
 func (sh *shard) remove(t *timer) {
 	k := sh.levelOf(t.at)
 	s := t.at >> (k * sh.bits) & sh.mask
@@ -168,7 +161,7 @@ func (sh *shard) remove(t *timer) {
 			lv.earliest[s] = never
 		}
 	}
-	t.f = nil
+	t.f, t.at = nil, claimed // its tick could read as held
 	sh.count--
 }
 
@@ -319,10 +312,16 @@ func (sh *shard) expire(due []func()) []func() {
 	return due
 }
 
-// fire marks t as no longer pending and appends its func to due.
+// fire marks t as no longer pending and appends its func to due. On an
+// inline wheel, t is held until its callback starts (see held); otherwise
+// it has started.
 func (sh *shard) fire(t *timer, due []func()) []func() {
 	due = append(due, t.f)
-	t.f = nil
+	t.f, t.at = nil, started
+	if sh.inline {
+		t.at = held
+		sh.held = append(sh.held, t)
+	}
 	sh.count--
 	return due
 }

@@ -4,14 +4,15 @@ package wheel
 // AfterFunc returns. It is 32 bytes, allocated timerBatch at a time (see
 // batch); the wheel refers to it from one slot, so Stop frees everything at
 // once except the timer itself, which the caller's own reference keeps
-// (with the other timers of its batch).
+// (with the other timers of its batch), as does its shard's batch until
+// the shard has handed out the batch's other timers.
 //
 // sh never changes. f, at, off and pos are guarded by sh.mu; at and off are
 // written before the timer is placed.
 type timer struct {
 	f   func() // the callback while the timer is pending; nil once it has fired or was stopped or dropped
-	sh  *shard // the shard that holds it; nil for a timer that fired in AfterFunc
-	at  uint64 // its deadline rounded up to a tick, counted in ticks from the Wheel's start
+	sh  *shard // the shard that holds it; nil only in fired, the Timer of a call AfterFunc started at once
+	at  uint64 // while pending, its deadline rounded up to a tick, counted in ticks from the Wheel's start; then dropped, claimed, held or started
 	pos uint32 // its position in its slot (see slot)
 	off uint32 // its exact deadline is at ticks less off units (see shard.exact)
 }
@@ -50,13 +51,18 @@ var fired = &timer{}
 
 // Stop prevents the timer's callback from running. It reports whether the
 // call stopped the timer: false if the callback has already been started
-// or the timer was already stopped. A timer that Wheel.Stop dropped counts
-// as stopped by the first Stop after the drop, which reports true: its
-// callback will never run, and an owner that accounts for its timers by
-// Stop's result (as a Trigger does) must learn so. Stop does not wait for
+// (or handed to the runners, which start it) or the timer was already
+// stopped. On a wheel with inline callbacks, a due callback that the
+// wheel's goroutine has not started yet is still prevented. A timer that
+// Wheel.Stop dropped (pending, or due and not started on an inline wheel)
+// counts as stopped by the first Stop after the drop, which reports true:
+// its callback will never run, and an owner that accounts for its timers
+// by Stop's result (as a Trigger does) must learn so. Stop does not wait for
 // the callback to complete. It takes O(1) time, holding the lock of one
-// shard, and the wheel keeps no reference to a stopped timer. It is safe
-// for concurrent use.
+// shard, and the wheel lets go of the callback and of the slot's entry for
+// the timer at once (the timer itself stays in memory while the shard
+// hands out the rest of its batch: see batch). It is safe for concurrent
+// use.
 func (t *timer) Stop() bool {
 	sh := t.sh
 	if sh == nil {
@@ -64,7 +70,7 @@ func (t *timer) Stop() bool {
 	}
 	sh.mu.Lock()
 	if t.f == nil {
-		ok := t.at == dropped
+		ok := t.at == dropped || t.at == held
 		if ok {
 			t.at = claimed
 		}
@@ -76,10 +82,28 @@ func (t *timer) Stop() bool {
 	return true
 }
 
-// Values of at once a timer is not pending, where no pending timer's at
-// can be (a pending timer is due after tick 0): dropped by Wheel.Stop and
-// not yet stopped, then claimed by the first Stop.
+// Values of at once a timer is not pending (f is nil): dropped by
+// Wheel.Stop, or abandoned by an inline wheel's goroutine that Wheel.Stop
+// ended, and not yet stopped; claimed by a Stop that stopped it (pending,
+// dropped or held); held: fired on an inline
+// wheel, its callback not started yet (Stop still prevents it); started:
+// its callback has been started, or handed to the runners, which start it.
 const (
-	dropped = 0
-	claimed = 1
+	dropped = iota
+	claimed
+	held
+	started
 )
+
+// start marks the held timer t as started and reports whether it was
+// still held, that is whether no Stop prevented its callback.
+func (t *timer) start() bool {
+	sh := t.sh
+	sh.mu.Lock()
+	ok := t.at == held
+	if ok {
+		t.at = started
+	}
+	sh.mu.Unlock()
+	return ok
+}

@@ -42,11 +42,13 @@ type Wheel struct {
 	closed atomic.Bool   // set by Stop before anything else: AfterFunc panics
 	quit   chan struct{} // closed by Stop: the goroutine exits
 	exited chan struct{} // closed by the goroutine as it exits
+	done   chan struct{} // closed by the first Stop as it returns
 
 	// mu orders Stop against the goroutine's inline callbacks.
-	mu      sync.Mutex
-	stopped bool // written by Stop
-	inCall  bool // written by the goroutine: it is running an inline callback
+	mu        sync.Mutex
+	stopped   bool // written by Stop
+	inCall    bool // written by the goroutine: it is running an inline callback
+	abandoned int  // written by the goroutine as it exits: held timers it marked dropped
 }
 
 var _ circulation.Scheduler = (*Wheel)(nil)
@@ -69,10 +71,12 @@ func New(opts ...Option) *Wheel {
 		kick:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
 		run:     newRunners(),
 	}
 	for i := range w.shards {
 		w.shards[i] = newShard(o.slotBits(), uint64(o.tick))
+		w.shards[i].inline = o.inline
 	}
 	w.homes.init(len(w.shards))
 	w.wakeAt.Store(never)
@@ -80,19 +84,24 @@ func New(opts ...Option) *Wheel {
 	return w
 }
 
-// AfterFunc arranges for f to be called once, on a goroutine of its own
-// (see runners in doc.go), after at least d has elapsed since the call, and
-// returns a Timer whose Stop cancels the call. f is never called early,
-// and late only by the time the wheel's goroutine takes to wake (as a
-// runtime timer would) or, for a timer whose deadline falls in a tick that
-// starts the span of a slot above level 0, by up to one tick. A d of zero
-// or less starts f at once, on a goroutine of its own.
+// AfterFunc arranges for f to be called once, after at least d has elapsed
+// since the call, and returns a Timer whose Stop cancels the call. f is
+// never called early, and late only by the time the wheel's goroutine
+// takes to wake (as a runtime timer would) or, for a timer whose deadline
+// falls in a tick that starts the span of a slot above level 0, by up to
+// one tick. f runs on a runner goroutine that nothing else waits for:
+// quick callbacks share runners, and a callback that blocks holds up only
+// its own (see Runners in the package documentation). A d of zero or less,
+// or a deadline in a tick the wheel's goroutine has already handled,
+// starts f at once, on a goroutine of its own.
 //
 // With WithInlineCallbacks, f runs on the wheel's goroutine instead, and a
 // d of zero or less waits for the next tick.
 //
-// AfterFunc takes O(1) time and allocates one 32-byte timer. It panics if f
-// is nil or the Wheel was stopped.
+// AfterFunc takes O(1) time. A call it does not start at once takes a
+// 32-byte timer from its shard, which allocates timers four at a time
+// (128 bytes); a Timer kept after its call is over keeps its three
+// siblings in memory. It panics if f is nil or the Wheel was stopped.
 func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	if f == nil {
 		panic("wheel: AfterFunc with nil func")
@@ -109,19 +118,26 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	// the timer later.
 	end := w.now() + uint64(max(d, 0)) // < 2^64: each term < 2^63
 	sh := w.lockHome()
-	t := sh.batch.next(sh)
-	t.f = f
-	t.at, t.off = w.deadline(end, sh.unit)
 	if sh.stopped {
 		sh.mu.Unlock()
 		panic("wheel: AfterFunc on stopped Wheel")
 	}
-	e, sooner, due := sh.add(t, !w.inline)
-	sh.mu.Unlock()
-	if due {
-		go f()
-		return fired
+	at, off := w.deadline(end, sh.unit)
+	if at <= sh.cur {
+		// Due in a tick the wheel's goroutine has already handled (its
+		// clock reading came after ours): start f now, or, inline, in
+		// the next tick. No timer is taken for a call started here.
+		if !w.inline {
+			sh.mu.Unlock()
+			go f()
+			return fired
+		}
+		at, off = sh.cur+1, 0
 	}
+	t := sh.batch.next(sh)
+	t.f, t.at, t.off = f, at, off
+	e, sooner := sh.add(t)
+	sh.mu.Unlock()
 	if sooner {
 		w.wake(e)
 	}
@@ -210,19 +226,25 @@ func (w *Wheel) Len() int {
 // dropped. When Stop returns, every callback that fell due before it has
 // been handed to a goroutine, none will start afterwards, the wheel's
 // goroutine has done its last work, and AfterFunc panics. Stop does not
-// wait for callbacks that have started to complete. Later calls do nothing
-// and return 0.
+// wait for callbacks that have started to complete. Later calls, and calls
+// concurrent with the first, drop nothing and return 0 once the first call
+// has returned, so that what it guarantees holds when any call returns.
 //
-// With WithInlineCallbacks, Stop called while the wheel's goroutine runs an
-// inline callback (for example from inside it) returns without waiting:
-// the goroutine exits as soon as that callback returns, starting no other.
-// Callbacks that were due but had not started are dropped then, uncounted.
+// With WithInlineCallbacks, callbacks that were due but had not started
+// when Stop ended the goroutine are dropped, as pending timers are: their
+// Timers' Stop reports true once, and Stop counts them. Stop called while
+// the wheel's goroutine runs an inline callback (for example from inside
+// it) returns without waiting: the goroutine exits as soon as that
+// callback returns, starting no other, and the callbacks it drops then
+// are not in Stop's count (their Timers' Stop still reports true once).
 func (w *Wheel) Stop() (dropped int) {
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
+		<-w.done
 		return 0
 	}
+	defer close(w.done)
 	w.stopped = true
 	w.closed.Store(true)
 	busy := w.inCall
@@ -231,6 +253,7 @@ func (w *Wheel) Stop() (dropped int) {
 	if !busy {
 		<-w.exited
 		w.run.drain()
+		dropped = w.abandoned // written before exited was closed
 	}
 	for _, sh := range w.shards {
 		sh.mu.Lock()
@@ -249,6 +272,7 @@ func (w *Wheel) loop() {
 	sleep := time.NewTimer(time.Duration(math.MaxInt64))
 	defer sleep.Stop()
 	var due []func()
+	var held []*timer // inline only: due's timers, in the same order
 	for {
 		// Publish "scanning" before looking at any shard: an AfterFunc
 		// that brings an event forward after we have looked at its shard
@@ -268,6 +292,11 @@ func (w *Wheel) loop() {
 				sh.mu.Lock()
 				due = sh.advance(now, due)
 				e = sh.next.Load()
+				if w.inline {
+					held = append(held, sh.held...)
+					clear(sh.held)
+					sh.held = sh.held[:0]
+				}
 				sh.mu.Unlock()
 			}
 			next = min(next, e)
@@ -276,11 +305,13 @@ func (w *Wheel) loop() {
 		if testHookDispatch != nil && len(due) > 0 {
 			testHookDispatch()
 		}
-		if !w.dispatch(due) {
+		if !w.dispatch(due, held) {
 			return
 		}
 		clear(due)
 		due = due[:0]
+		clear(held)
+		held = held[:0]
 
 		at := w.wakeAt.Load()
 		if at == never {
@@ -320,17 +351,25 @@ func (w *Wheel) until(at uint64) time.Duration {
 
 // dispatch starts the callbacks in due and reports whether the goroutine
 // should go on. The runners start them, unless the wheel is inline: then
-// they run here, and Stop may end the goroutine between two callbacks.
-func (w *Wheel) dispatch(due []func()) bool {
+// they run here, each unless its timer (held[i] for due[i]) was stopped
+// since it fired, and Stop may end the goroutine between two callbacks.
+// The goroutine then marks the timers of the callbacks it did not start
+// as dropped, and counts them in abandoned.
+func (w *Wheel) dispatch(due []func(), held []*timer) bool {
 	if !w.inline {
 		w.run.submit(due)
 		return true
 	}
-	for _, f := range due {
+	for i, f := range due {
 		w.mu.Lock()
 		if w.stopped {
 			w.mu.Unlock()
+			w.abandon(held[i:])
 			return false
+		}
+		if !held[i].start() { // (w.mu, then a shard's lock: nothing nests them the other way)
+			w.mu.Unlock()
+			continue
 		}
 		w.inCall = true
 		w.mu.Unlock()
@@ -340,8 +379,28 @@ func (w *Wheel) dispatch(due []func()) bool {
 		stopped := w.stopped
 		w.mu.Unlock()
 		if stopped {
+			w.abandon(held[i+1:])
 			return false
 		}
 	}
 	return true
+}
+
+// abandon marks the held timers whose callbacks will not start, since
+// Stop ended the goroutine, as dropped, so that a Timer.Stop on each
+// reports true once, and adds their number to abandoned.
+func (w *Wheel) abandon(ts []*timer) {
+	n := 0
+	for _, t := range ts {
+		sh := t.sh
+		sh.mu.Lock()
+		if t.at == held {
+			t.at = dropped
+			n++
+		}
+		sh.mu.Unlock()
+	}
+	w.mu.Lock()
+	w.abandoned += n
+	w.mu.Unlock()
 }

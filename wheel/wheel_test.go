@@ -2,6 +2,7 @@ package wheel_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/circulation-go/circulation"
 	"github.com/circulation-go/circulation/wheel"
 )
 
@@ -83,6 +85,7 @@ func TestAnyDelay(t *testing.T) {
 		511 * time.Millisecond, 512 * time.Millisecond, 513 * time.Millisecond,
 		512*512*time.Millisecond - 1, 512 * 512 * time.Millisecond, 512*512*time.Millisecond + 1,
 		time.Hour, 3 * 24 * time.Hour, 400 * 24 * time.Hour, 100 * 365 * 24 * time.Hour,
+		math.MaxInt64 - 1<<61, // near the largest Duration, every bit but bit 61 set
 	}
 	for _, d := range delays {
 		t.Run(d.String(), func(t *testing.T) {
@@ -305,15 +308,23 @@ func TestNewPanicsOnInvalidOptions(t *testing.T) {
 	assert.PanicsWithValue(t, "wheel: AfterFunc with nil func", func() { w.AfterFunc(time.Second, nil) })
 }
 
+// holdDispatch makes a wheel's goroutine, once it has collected due
+// callbacks, close collected and wait until proceed is closed before it
+// dispatches them. It is for one dispatch: the hook is removed when t ends.
+func holdDispatch(t *testing.T) (collected, proceed chan struct{}) {
+	collected, proceed = make(chan struct{}), make(chan struct{})
+	wheel.SetDispatchHook(func() { close(collected); <-proceed })
+	t.Cleanup(func() { wheel.SetDispatchHook(nil) })
+	return collected, proceed
+}
+
 // When Stop returns, the wheel's goroutine has done its last work: Stop
 // waits while the goroutine holds callbacks it has collected, and they
 // are all handed over before Stop returns. (The goroutine may still be
 // returning from its last call; goleak sees it gone moments later.)
 func TestStopWaitsForTheGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		collected, proceed := make(chan struct{}), make(chan struct{})
-		wheel.SetDispatchHook(func() { close(collected); <-proceed })
-		defer wheel.SetDispatchHook(nil)
+		collected, proceed := holdDispatch(t)
 		w := wheel.New()
 		for range 1000 {
 			w.AfterFunc(time.Second, func() {})
@@ -332,4 +343,99 @@ func TestStopWaitsForTheGoroutine(t *testing.T) {
 		assert.EqualValues(t, 1000, wheel.Submitted(w))
 	})
 	goleak.VerifyNone(t)
+}
+
+// A Stop from another goroutine while an inline wheel's goroutine holds due
+// callbacks it has not started drops them as it drops pending timers: none
+// runs, Stop counts them, and each Timer's Stop reports true once.
+func TestStopDropsHeldInlineCallbacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		collected, proceed := holdDispatch(t)
+		w := wheel.New(wheel.WithInlineCallbacks())
+		var ran atomic.Int64
+		timers := make([]circulation.Timer, 1000)
+		for i := range timers {
+			timers[i] = w.AfterFunc(time.Second, func() { ran.Add(1) })
+		}
+		<-collected // the goroutine holds the 1000 due callbacks
+		stopped := make(chan int)
+		go func() { stopped <- w.Stop() }()
+		synctest.Wait() // Stop has marked the wheel stopped and waits for the goroutine
+		close(proceed)
+		assert.Equal(t, 1000, <-stopped)
+		assert.Zero(t, ran.Load())
+		for i, tm := range timers {
+			require.True(t, tm.Stop(), "timer %d: first Stop of a dropped timer", i)
+			require.False(t, tm.Stop(), "timer %d: second Stop", i)
+		}
+	})
+	goleak.VerifyNone(t)
+}
+
+// On an inline wheel, a Timer's Stop between the goroutine's collecting its
+// callback and starting it prevents the call, and reports so.
+func TestStopPreventsAHeldInlineCallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		collected, proceed := holdDispatch(t)
+		w := wheel.New(wheel.WithInlineCallbacks())
+		defer w.Stop()
+		var a, b atomic.Int64
+		ta := w.AfterFunc(time.Second, func() { a.Add(1) })
+		tb := w.AfterFunc(time.Second, func() { b.Add(1) })
+		<-collected
+		assert.True(t, ta.Stop())
+		assert.False(t, ta.Stop())
+		close(proceed)
+		synctest.Wait()
+		wheel.SetDispatchHook(nil)
+		assert.Zero(t, a.Load())
+		assert.EqualValues(t, 1, b.Load())
+		assert.False(t, tb.Stop())
+	})
+	goleak.VerifyNone(t)
+}
+
+// A Stop concurrent with the first returns only once the first has, so
+// that the wheel's goroutine is gone and no callback starts when either
+// returns.
+func TestConcurrentStopsWaitForTheFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		collected, proceed := holdDispatch(t)
+		w := wheel.New()
+		for range 1000 {
+			w.AfterFunc(time.Second, func() {})
+		}
+		w.AfterFunc(time.Hour, func() {})
+		<-collected // the goroutine holds the 1000 due callbacks
+		stopped := make(chan int)
+		for range 2 {
+			go func() { stopped <- w.Stop() }()
+		}
+		synctest.Wait()
+		select {
+		case n := <-stopped:
+			t.Fatalf("a Stop returned %d while the wheel's goroutine held due callbacks", n)
+		default:
+		}
+		close(proceed)
+		a, b := <-stopped, <-stopped
+		assert.ElementsMatch(t, []int{0, 1}, []int{a, b})
+		assert.EqualValues(t, 1000, wheel.Submitted(w))
+		assert.Zero(t, w.Stop())
+	})
+	goleak.VerifyNone(t)
+}
+
+// A second Stop of a stopped timer reports false whatever tick its deadline
+// was in, the first few included.
+func TestSecondStopOfAnEarlyTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := wheel.New(wheel.WithTick(time.Second))
+		defer w.Stop()
+		for _, d := range []time.Duration{1, time.Second + 1, 2*time.Second + 1, 3*time.Second + 1} {
+			tm := w.AfterFunc(d, func() {})
+			assert.True(t, tm.Stop(), d)
+			assert.False(t, tm.Stop(), d)
+		}
+	})
 }
