@@ -49,7 +49,8 @@ type shard struct {
 	held    []*timer      // inline only: the timers advance fired, in the order of their funcs, until the goroutine takes them
 	count   int           // pending timers
 	spares  spares        // pages for the slots
-	batch   batch         // timers for AfterFunc
+	batch   batch         // new timers for AfterFunc
+	free    []*timer      // timers to reuse (see handle)
 
 	_ [64]byte // keep neighbouring shards' locks on different cache lines
 }
@@ -83,14 +84,15 @@ func (sh *shard) levelOf(at uint64) uint {
 }
 
 // offUnit returns the unit of timer.off for a tick: 1 ns, unless the tick
-// is longer than 2^32 ns.
+// is longer than 2^offBits ns (134 ms); then the smallest unit in which
+// the offsets within a tick fit offBits bits (8 ns for a 1 s tick).
 func offUnit(tick uint64) uint64 {
-	return max(1, (tick+math.MaxUint32)>>32)
+	return max(1, (tick+offMask)>>offBits)
 }
 
 // exact returns the deadline of t, which is on level 0, in nanoseconds.
 func (sh *shard) exact(t *timer) uint64 {
-	return t.at*sh.tick - uint64(t.off)*sh.unit
+	return t.at*sh.tick - uint64(t.off&offMask)*sh.unit
 }
 
 // time returns when tick starts, in nanoseconds, or never if that is past
@@ -321,6 +323,8 @@ func (sh *shard) fire(t *timer, due []func()) []func() {
 	if sh.inline {
 		t.at = held
 		sh.held = append(sh.held, t)
+	} else {
+		sh.recycle(t)
 	}
 	sh.count--
 	return due
@@ -349,6 +353,7 @@ func (sh *shard) drop() int {
 	}
 	sh.spares = spares{}
 	sh.batch = batch{}
+	sh.free = nil
 	sh.count = 0
 	sh.next.Store(never)
 	return n

@@ -22,7 +22,7 @@ func TestShardAgainstModel(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(slotBits), 42))
 			const tick = 4
 			sh := newShard(slotBits, tick)
-			exact := func(tm *timer) uint64 { return tm.at*tick - uint64(tm.off) }
+			exact := func(tm *timer) uint64 { return tm.at*tick - uint64(tm.off&offMask) }
 			// spanStart reports whether tick at starts a span above level 0.
 			spanStart := func(at uint64) bool { return at&sh.mask == 0 }
 			pending := map[*timer]bool{}

@@ -99,9 +99,12 @@ func New(opts ...Option) *Wheel {
 // d of zero or less waits for the next tick.
 //
 // AfterFunc takes O(1) time. A call it does not start at once takes a
-// 32-byte timer from its shard, which allocates timers four at a time
-// (128 bytes); a Timer kept after its call is over keeps its three
-// siblings in memory. It panics if f is nil or the Wheel was stopped.
+// 32-byte timer from its shard: one whose earlier call is over, or else a
+// new one, which the shard allocates four at a time (128 bytes). The
+// Timer a call returns is its own: its Stop never affects a later call
+// that the same timer serves. A Timer kept after its call is over keeps
+// its timer and the timer's three siblings in memory. AfterFunc panics if
+// f is nil or the Wheel was stopped.
 func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	if f == nil {
 		panic("wheel: AfterFunc with nil func")
@@ -134,14 +137,15 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 		}
 		at, off = sh.cur+1, 0
 	}
-	t := sh.batch.next(sh)
-	t.f, t.at, t.off = f, at, off
+	t := sh.take()
+	t.f, t.at, t.off = f, at, t.off|off
 	e, sooner := sh.add(t)
+	h := t.timerOf()
 	sh.mu.Unlock()
 	if sooner {
 		w.wake(e)
 	}
-	return t
+	return h
 }
 
 // deadline returns the first tick that starts at or after end, and how
@@ -152,7 +156,7 @@ func (w *Wheel) deadline(end, unit uint64) (at uint64, off uint32) {
 	if r != 0 {
 		at++
 		if gap := uint64(w.tick) - r; unit == 1 {
-			off = uint32(gap) // < 2^32: see offUnit
+			off = uint32(gap) // < 2^offBits: see offUnit
 		} else {
 			off = uint32(gap / unit)
 		}
