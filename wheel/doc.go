@@ -31,10 +31,11 @@
 //
 // Exact deadlines. A timer keeps its deadline to the nanosecond, as an
 // offset within its tick (with a tick over 134 ms, to within tick/2^27:
-// the offset shares 32 bits with the generation of reused timers). Each level-0 slot records its earliest deadline
-// and the wheel's goroutine sleeps until the first slot's, rather than
-// until the tick ends. Rounding up to the tick made lateness p50/p99
-// 1.09/2.02 ms (time.AfterFunc in the same runs: 0.53/2.04); exact, it is
+// the offset shares 32 bits with the generation of reused timers). Each
+// level-0 slot records its earliest deadline and the wheel's goroutine
+// sleeps until the first slot's, rather than until the tick ends.
+// Rounding up to the tick made lateness p50/p99 1.09/2.02 ms
+// (time.AfterFunc in the same runs: 0.53/2.04); exact, it is
 // 0.52/1.10 ms (time.AfterFunc: 0.51/1.31), and on a busier machine
 // 0.55/3.67 (0.52/2.98): two wake-ups, the wheel's and a runner's, where
 // the runtime has one. Only a timer whose tick starts a span above level 0
