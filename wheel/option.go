@@ -79,8 +79,9 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithTick sets the width of the wheel's slots. Deadlines are kept
 // exactly, to the nanosecond (with a tick longer than 134 ms, to within
-// tick/2^27, rounded up: 8 ns for a 1 s tick): the tick only sets how
-// finely the wheel sorts them. A callback runs once its deadline has passed and the wheel's
+// tick/2^27 rounded up to whole nanoseconds, and never earlier: within
+// 8 ns for a 1 s tick): the tick only sets how finely the wheel sorts
+// them. A callback runs once its deadline has passed and the wheel's
 // goroutine has woken, never earlier; only a timer whose deadline falls in
 // a tick that starts the span of a slot above level 0 (one tick in
 // 512 with the default slots) waits for the end of that tick, so no
