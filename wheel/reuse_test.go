@@ -2,6 +2,7 @@ package wheel
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -196,4 +197,28 @@ func FuzzReuse(f *testing.F) {
 			require.Zero(t, w.Len())
 		})
 	})
+}
+
+// Stopping the oldest timer and arming a new one, the steady load of a
+// server's timeouts, reuses timers: about one allocation (a batch of four
+// timers) per 4*timerSize operations, where taking a new timer for every
+// call made one per four.
+func TestSteadyLoadAllocatesNextToNothing(t *testing.T) {
+	w := New(WithShards(1))
+	defer w.Stop()
+	ring := make([]circulation.Timer, 1000)
+	for i := range ring {
+		ring[i] = w.AfterFunc(time.Hour, func() {})
+	}
+	const ops = 100_000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range ops {
+		j := i % len(ring)
+		ring[j].Stop()
+		ring[j] = w.AfterFunc(time.Hour, func() {})
+	}
+	runtime.ReadMemStats(&after)
+	mallocs := after.Mallocs - before.Mallocs
+	assert.Less(t, mallocs, uint64(ops/64), "%d allocations in %d operations", mallocs, ops)
 }
