@@ -1,6 +1,9 @@
 package wheel
 
-import "iter"
+import (
+	"iter"
+	"unsafe"
+)
 
 // A slot holds the pending timers of one slot of one level of a shard, in
 // the order they were placed: a deque, so that stopping the oldest timer,
@@ -22,10 +25,10 @@ import "iter"
 //
 // A slot belongs to its shard and is guarded by the shard's lock.
 type slot struct {
-	head, tail   *page   // pages[0] and pages[len(pages)-1], nil if there are none
-	pages        []*page // pages[i] holds the positions base+i*pageSize on, up to hi
-	base, lo, hi uint32  // lo-base < pageSize, unless the slot is empty
-	_            [12]byte
+	head, tail   *page                                  // pages[0] and pages[len(pages)-1], nil if there are none
+	pages        []*page                                // pages[i] holds the positions base+i*pageSize on, up to hi
+	base, lo, hi uint32                                 // lo-base < pageSize, unless the slot is empty
+	_            [52 - 5*unsafe.Sizeof(uintptr(0))]byte // one 64-byte cache line, with 8- or 4-byte pointers
 }
 
 // A page holds pageSize entries of a slot. Pages come from and go back to

@@ -16,15 +16,22 @@ import (
 // sh never changes. f, at, off and pos are guarded by sh.mu; at and off are
 // written before the timer is placed.
 type timer struct {
-	f   func() // the callback while the call is pending; nil once it has fired or was stopped or dropped
-	sh  *shard // the shard that holds it; nil only in fired, the Timer of a call AfterFunc started at once
-	at  uint64 // while pending, its deadline rounded up to a tick, counted in ticks from the Wheel's start; then dropped, claimed, held or started
-	pos uint32 // its position in its slot (see slot)
-	off uint32 // the low offBits bits: its exact deadline is at ticks less that many units (see shard.exact); the rest: its generation
+	f   func()                                 // the callback while the call is pending; nil once it has fired or was stopped or dropped
+	sh  *shard                                 // the shard that holds it; nil only in fired, the Timer of a call AfterFunc started at once
+	_   [16 - 2*unsafe.Sizeof(uintptr(0))]byte // with 4-byte pointers, makes a timer 32 bytes too (see handle)
+	at  uint64                                 // while pending, its deadline rounded up to a tick, counted in ticks from the Wheel's start; then dropped, claimed, held or started
+	pos uint32                                 // its position in its slot (see slot)
+	off uint32                                 // the low offBits bits: its exact deadline is at ticks less that many units (see shard.exact); the rest: its generation
 }
 
-// timerSize is the size of a timer, which a test checks.
+// timerSize is the size of a timer on every platform. handle depends on
+// it: a build where a timer has another size fails here.
 const timerSize = 32
+
+var (
+	_ [timerSize - unsafe.Sizeof(timer{})]byte
+	_ [unsafe.Sizeof(timer{}) - timerSize]byte
+)
 
 // The bits of timer.off above offBits are the timer's generation: how
 // many calls had it before the current one, from 0 to lastGen. There are
