@@ -102,9 +102,9 @@ func New(opts ...Option) *Wheel {
 // 32-byte timer from its shard: one whose earlier call is over, or else a
 // new one, which the shard allocates four at a time (128 bytes). The
 // Timer of a call that takes a timer is its own: its Stop never affects
-// a later call that the same timer serves. A Timer kept after its call is over keeps
-// its timer and the timer's three siblings in memory. AfterFunc panics if
-// f is nil or the Wheel was stopped.
+// a later call that the same timer serves. A Timer kept after its call
+// is over keeps its timer and the timer's three siblings in memory.
+// AfterFunc panics if f is nil or the Wheel was stopped.
 func (w *Wheel) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	if f == nil {
 		panic("wheel: AfterFunc with nil func")
