@@ -1,0 +1,79 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrClaimed is returned by Store.Claim when the slot (Job, Due) already has
+// a record: another Job with the same name and store took it.
+var ErrClaimed = errors.New("schedule: slot already claimed")
+
+// ErrNoRecord is returned by Store.Last when a job has no record.
+var ErrNoRecord = errors.New("schedule: no record")
+
+// ErrLeaseLost is returned by a LeaseStore's Renew and Finish when the
+// record's lease expired and another node took the slot over.
+var ErrLeaseLost = errors.New("schedule: lease lost")
+
+// Status is the state of a run's Record.
+type Status uint8
+
+const (
+	Running   Status = iota // claimed; the Func runs (or its node died and the lease will expire)
+	Succeeded               // the Func returned nil
+	Failed                  // the Func returned an error, panicked or timed out
+	Canceled                // the run was cancelled by Stop or replaced
+	Skipped                 // the slot fell due but did not run (overlap policy, store error)
+	Missed                  // the slot passed while the job was not running and the Misfire policy did not run it
+)
+
+// A Record is the execution record of one run, identified by (Job, Due).
+type Record struct {
+	Job    string
+	Due    time.Time
+	Reason Reason
+	Status Status
+	Start  time.Time
+	End    time.Time
+	Node   string
+	Err    string
+	// Attempt counts the claims of the slot: 1 for the first, one more each
+	// time a LeaseStore hands an expired claim to another node.
+	Attempt int
+}
+
+// A Store keeps the execution records of jobs. It is where two Jobs with the
+// same name agree on who runs a slot: Claim succeeds for exactly one of them.
+// Implementations must be safe for concurrent use.
+type Store interface {
+	// Claim records r (Status Running) before its run starts. It returns
+	// ErrClaimed if (r.Job, r.Due) already has a record.
+	Claim(ctx context.Context, r Record) error
+	// Finish records the outcome of a claimed run.
+	Finish(ctx context.Context, r Record) error
+	// Last returns the record with the latest Due of job, or ErrNoRecord.
+	Last(ctx context.Context, job string) (Record, error)
+	// History returns up to limit records of job, newest Due first.
+	History(ctx context.Context, job string, limit int) ([]Record, error)
+}
+
+// A LeaseStore is a Store whose claims hold a lease: a claim whose lease
+// is not renewed in time, by the store's clock, expires, and another node
+// may take the slot over with Reclaim. A Job on a LeaseStore renews the
+// lease of each run in flight every Lease()/3 and looks for expired claims
+// of its job at each slot and every Lease().
+type LeaseStore interface {
+	Store
+	// Lease returns the length of a lease.
+	Lease() time.Duration
+	// Renew extends the lease of r, a running record claimed by r.Node.
+	// It returns ErrLeaseLost if the slot is no longer r.Node's.
+	Renew(ctx context.Context, r Record) error
+	// Reclaim takes over, for node, the oldest running record of job whose
+	// lease has expired: it returns that record with Node set to node,
+	// Attempt incremented and a fresh lease. It returns ErrNoRecord if
+	// there is none.
+	Reclaim(ctx context.Context, job, node string) (Record, error)
+}
