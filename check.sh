@@ -11,10 +11,12 @@ staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 step() { printf '\n== %s\n' "$*"; }
 
-# Every module of the repository: the library, and the comparison benchmarks
-# if present.
+# Every module of the repository: the library first, then each folder with a
+# go.mod of its own (cron/, the SQL store, bench/, example modules).
 modules=(.)
-[ -f bench/go.mod ] && modules+=(bench)
+while IFS= read -r mod; do
+	modules+=("$(dirname "$mod")")
+done < <(find . -mindepth 2 -name go.mod -not -path './.git/*' | sort)
 
 step gofmt
 unformatted=$(gofmt -l .)
