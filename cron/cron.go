@@ -1,0 +1,150 @@
+// Package cron parses cron expressions into schedules that are right
+// across daylight-saving changes.
+//
+// Parse reads the five fields of crontab(5) (minute hour day-of-month month
+// day-of-week), or six with seconds first as Spring and Quartz write them,
+// and returns a [schedule.Schedule]:
+//
+//	s, err := cron.Parse("CRON_TZ=Europe/Paris 0 30 2 * * ?", nil)
+//	next := s.Next(time.Now())
+//
+// Local times that a daylight-saving change skips or repeats follow the
+// rules of ISC cron (cron(8)). A job at a fixed time of day, one with
+// neither * nor a */n step in its minute and hour fields, runs once a day
+// whatever the clocks do: at a time the clocks skip it runs when they jump,
+// and at a time they repeat it runs at the first occurrence only. Any other
+// job follows real time: it runs at every occurrence of its times, twice
+// in a repeated hour and not at all in a skipped one.
+//
+// The schedules are immutable and safe for concurrent use. See DESIGN.md
+// for how the rules were chosen and what other parsers do.
+package cron
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// MaxSpecLen is the length, in bytes, of the longest spec Parse accepts.
+const MaxSpecLen = 1024
+
+// A ParseError reports a spec that Parse rejects: the field at fault, its
+// text, and why.
+type ParseError struct {
+	// Field names the part of the spec at fault: "spec", "zone",
+	// "descriptor", "@every", "second", "minute", "hour", "day of month",
+	// "month" or "day of week".
+	Field string
+	// Text is the offending text of the field, cut to 64 bytes.
+	Text string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *ParseError) Error() string {
+	return "cron: " + e.Field + " " + strconv.Quote(e.Text) + ": " + e.Reason
+}
+
+func parseError(field, text, reason string) *ParseError {
+	const max = 64
+	if len(text) > max {
+		text = text[:max] + "..."
+	}
+	return &ParseError{Field: field, Text: text, Reason: reason}
+}
+
+// Parse parses a cron spec whose times of day are read in loc; a nil loc
+// means time.Local. A "CRON_TZ=<zone> " or "TZ=<zone> " prefix overrides
+// loc with the named IANA zone.
+//
+// The spec has five fields (minute hour day-of-month month day-of-week) or
+// six (second first). A field is *, or a comma-separated list of values
+// and ranges (a-b), each optionally with a step (*/n, a-b/n, or a/n for
+// a through the field's last value). Months and days of the week may be
+// given by their English three-letter names in any case; Sunday is 0 or 7.
+// ? means * in any field. When both day fields are restricted (neither
+// starts with * or ?), a day matches if either matches, as crontab(5) says.
+//
+// The descriptors @yearly (or @annually), @monthly, @weekly, @daily (or
+// @midnight) and @hourly stand for the usual fields, and "@every <d>" for
+// schedule.Every(d), with d in time.ParseDuration's syntax and positive.
+//
+// A spec that no time matches, such as "0 0 30 2 *", is not an error: its
+// Schedule's Next returns the zero Time. Any other spec Parse cannot read
+// gets a *ParseError naming the field; Parse never panics.
+func Parse(spec string, loc *time.Location) (schedule.Schedule, error) {
+	if len(spec) > MaxSpecLen {
+		return nil, parseError("spec", spec, "longer than "+strconv.Itoa(MaxSpecLen)+" bytes ("+strconv.Itoa(len(spec))+")")
+	}
+	if loc == nil {
+		loc = time.Local
+	}
+	f := strings.Fields(spec)
+	if len(f) == 0 {
+		return nil, parseError("spec", spec, "empty")
+	}
+	if zone, ok := zonePrefix(f[0]); ok {
+		if zone == "" {
+			return nil, parseError("zone", f[0], "empty zone name")
+		}
+		l, err := time.LoadLocation(zone)
+		if err != nil {
+			return nil, parseError("zone", zone, "unknown zone")
+		}
+		loc, f = l, f[1:]
+		if len(f) == 0 {
+			return nil, parseError("spec", spec, "no fields after the zone")
+		}
+	}
+	if strings.HasPrefix(f[0], "@") {
+		return parseDescriptor(f, loc)
+	}
+	return parseFields(f, loc)
+}
+
+func zonePrefix(s string) (string, bool) {
+	for _, p := range [...]string{"CRON_TZ=", "TZ="} {
+		if strings.HasPrefix(s, p) {
+			return s[len(p):], true
+		}
+	}
+	return "", false
+}
+
+var descriptors = map[string]string{
+	"@yearly":   "0 0 0 1 1 *",
+	"@annually": "0 0 0 1 1 *",
+	"@monthly":  "0 0 0 1 * *",
+	"@weekly":   "0 0 0 * * 0",
+	"@daily":    "0 0 0 * * *",
+	"@midnight": "0 0 0 * * *",
+	"@hourly":   "0 0 * * * *",
+}
+
+func parseDescriptor(f []string, loc *time.Location) (schedule.Schedule, error) {
+	name := strings.ToLower(f[0])
+	if name == "@every" {
+		if len(f) != 2 {
+			return nil, parseError("@every", strings.Join(f[1:], " "), "want one duration, such as 1h30m")
+		}
+		d, err := time.ParseDuration(f[1])
+		if err != nil {
+			return nil, parseError("@every", f[1], "not a duration, such as 1h30m")
+		}
+		if d <= 0 {
+			return nil, parseError("@every", f[1], "not positive")
+		}
+		return every(d), nil
+	}
+	fields, ok := descriptors[name]
+	if !ok {
+		return nil, parseError("descriptor", f[0], "unknown; want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every")
+	}
+	if len(f) != 1 {
+		return nil, parseError("descriptor", strings.Join(f, " "), "takes no fields")
+	}
+	return parseFields(strings.Fields(fields), loc)
+}
