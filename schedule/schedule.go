@@ -1,13 +1,38 @@
-// Package schedule runs jobs on schedules, with overlap and missed-run
-// policies and execution records.
+// Package schedule runs jobs on schedules: each slot of a Schedule runs a
+// Func once, recorded in a Store, with an overlap policy for slots that fall
+// due while a run is in flight and a misfire policy for slots missed while
+// the job was down, paused by a sleeping machine or a clock step.
+//
+//	j := schedule.NewJob("report", schedule.Every(time.Hour), report,
+//		schedule.WithOverlap(schedule.OverlapSkip),
+//		schedule.WithMisfire(schedule.MisfireRunOnce),
+//		schedule.WithStore(store))
+//	if err := j.Start(ctx); err != nil { ... }
+//	defer j.Stop(context.Background())
+//
+// A run is identified by its job's name and its slot, (Job, Due): the job
+// claims that key in its Store before the Func starts, so several Jobs with
+// the same name sharing a Store, in one process or many, run each slot
+// exactly once. Run times are read from the wall clock, so a slot runs at
+// its due time whatever the monotonic clock did meanwhile.
+//
+// Each Job is one circulation.Trigger on the job's Scheduler (default
+// circulation.RuntimeScheduler; a wheel.Wheel holds millions of idle jobs).
+// DESIGN.md beside this file explains the choices and their measurements.
 package schedule
 
-import "time"
+import (
+	"math/bits"
+	"slices"
+	"strconv"
+	"time"
+)
 
-// A Schedule says when a job's runs fall due.
+// A Schedule says when a job's runs fall due. Implementations must be safe
+// for concurrent use.
 type Schedule interface {
 	// Next returns the first time strictly after t, or the zero Time if
-	// there is none.
+	// there is none. A Job treats a result that is not after t as none.
 	Next(t time.Time) time.Time
 }
 
@@ -20,3 +45,177 @@ const (
 	Manual                  // RunNow
 	Recovered               // its node died mid-run and another took the slot over (LeaseStore)
 )
+
+var reasonNames = [...]string{"Scheduled", "CatchUp", "Manual", "Recovered"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "Reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+var unixEpoch = time.Unix(0, 0).UTC()
+
+// Every returns the Schedule of the times k·d after the Unix epoch, for
+// every integer k: the same slots on every replica and after every restart,
+// whenever the job started. Every(time.Hour) falls due on the hour, UTC.
+// Every panics if d <= 0.
+func Every(d time.Duration) Schedule {
+	if d <= 0 {
+		panic("schedule: Every with a non-positive period " + d.String())
+	}
+	return every{anchor: unixEpoch, d: d}
+}
+
+// EveryFrom returns the Schedule of the times anchor + k·d, for every
+// integer k, before and after anchor. It panics if d <= 0.
+func EveryFrom(anchor time.Time, d time.Duration) Schedule {
+	if d <= 0 {
+		panic("schedule: EveryFrom with a non-positive period " + d.String())
+	}
+	return every{anchor: anchor.Round(0), d: d}
+}
+
+type every struct {
+	anchor time.Time
+	d      time.Duration
+}
+
+// Next returns the first anchor + k·d strictly after t, in t's location.
+// The distance from the anchor is taken in 128 bits, so it is exact for
+// any two times, however far apart.
+func (e every) Next(t time.Time) time.Time {
+	t = t.Round(0)
+	s := t.Unix() - e.anchor.Unix()
+	n := int64(t.Nanosecond()) - int64(e.anchor.Nanosecond())
+	neg := s < 0 || (s == 0 && n < 0)
+	if neg {
+		s, n = -s, -n
+	}
+	// |t - anchor| = s·1e9 + n, with s >= 0 and |n| < 1e9.
+	hi, lo := bits.Mul64(uint64(s), 1e9)
+	var c uint64
+	if n >= 0 {
+		lo, c = bits.Add64(lo, uint64(n), 0)
+		hi += c
+	} else {
+		lo, c = bits.Sub64(lo, uint64(-n), 0)
+		hi -= c
+	}
+	r := time.Duration(bits.Rem64(hi, lo, uint64(e.d)))
+	switch {
+	case neg && r != 0:
+		return t.Add(r)
+	case neg:
+		return t.Add(e.d)
+	default:
+		return t.Add(e.d - r)
+	}
+}
+
+// Once returns the Schedule with the single time at.
+func Once(at time.Time) Schedule { return At(at) }
+
+// At returns the Schedule of the given times, in any order; duplicates
+// count once.
+func At(times ...time.Time) Schedule {
+	ts := make([]time.Time, 0, len(times))
+	for _, t := range times {
+		ts = append(ts, t.Round(0))
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	ts = slices.CompactFunc(ts, time.Time.Equal)
+	return at(ts)
+}
+
+type at []time.Time
+
+func (a at) Next(t time.Time) time.Time {
+	i, found := slices.BinarySearchFunc(a, t, func(x, t time.Time) int { return x.Compare(t) })
+	if found {
+		i++
+	}
+	if i < len(a) {
+		return a[i]
+	}
+	return time.Time{}
+}
+
+// Between returns the times of s in [start, end]. A zero start or end
+// leaves that side open.
+func Between(s Schedule, start, end time.Time) Schedule {
+	if s == nil {
+		panic("schedule: Between with a nil Schedule")
+	}
+	return between{s: s, start: start.Round(0), end: end.Round(0)}
+}
+
+type between struct {
+	s          Schedule
+	start, end time.Time
+}
+
+func (b between) Next(t time.Time) time.Time {
+	if !b.start.IsZero() && t.Before(b.start) {
+		t = b.start.Add(-1) // the first time of s at or after start
+	}
+	n := b.s.Next(t)
+	if n.IsZero() || !n.After(t) || (!b.end.IsZero() && n.After(b.end)) {
+		return time.Time{}
+	}
+	return n
+}
+
+// Union returns the Schedule of the times of all of ss. A time of several
+// counts once.
+func Union(ss ...Schedule) Schedule {
+	for _, s := range ss {
+		if s == nil {
+			panic("schedule: Union with a nil Schedule")
+		}
+	}
+	return union(slices.Clone(ss))
+}
+
+type union []Schedule
+
+func (u union) Next(t time.Time) time.Time {
+	var first time.Time
+	for _, s := range u {
+		n := s.Next(t)
+		if n.IsZero() || !n.After(t) {
+			continue
+		}
+		if first.IsZero() || n.Before(first) {
+			first = n
+		}
+	}
+	return first
+}
+
+// Upcoming returns the first n times of s after after, fewer if s has
+// fewer. It stops at a time that is not after the one before it.
+func Upcoming(s Schedule, after time.Time, n int) []time.Time {
+	var ts []time.Time
+	t := after
+	for range max(n, 0) {
+		next := s.Next(t)
+		if next.IsZero() || !next.After(t) {
+			break
+		}
+		ts = append(ts, next)
+		t = next
+	}
+	return ts
+}
+
+// next is s.Next(t), or the zero Time if s breaks its contract by
+// returning a time that is not after t.
+func next(s Schedule, t time.Time) time.Time {
+	n := s.Next(t)
+	if !n.After(t) {
+		return time.Time{}
+	}
+	return n
+}

@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -28,6 +29,15 @@ const (
 	Skipped                 // the slot fell due but did not run (overlap policy, store error)
 	Missed                  // the slot passed while the job was not running and the Misfire policy did not run it
 )
+
+var statusNames = [...]string{"Running", "Succeeded", "Failed", "Canceled", "Skipped", "Missed"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "Status(" + strconv.Itoa(int(s)) + ")"
+}
 
 // A Record is the execution record of one run, identified by (Job, Due).
 type Record struct {

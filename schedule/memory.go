@@ -1,0 +1,96 @@
+package schedule
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// A MemoryStore is a Store that keeps records in memory: the default store
+// of a Job, and a store that several Jobs of one process may share to run
+// each slot once between them. It keeps the newest records of each job, by
+// Due; a Claim for a slot older than all of them, once it keeps as many as
+// it may, fails with ErrClaimed, since its record may have been dropped.
+//
+// A MemoryStore is safe for concurrent use. Its zero value is not usable:
+// make one with NewMemoryStore.
+type MemoryStore struct {
+	keep int
+	mu   sync.Mutex
+	jobs map[string][]Record // oldest Due first, at most keep
+}
+
+// NewMemoryStore returns a MemoryStore that keeps the newest keep records
+// of each job. It panics if keep < 1.
+func NewMemoryStore(keep int) *MemoryStore {
+	if keep < 1 {
+		panic("schedule: NewMemoryStore with keep < 1")
+	}
+	return &MemoryStore{keep: keep, jobs: make(map[string][]Record)}
+}
+
+// find returns where a record due at due is or would go in rs.
+func find(rs []Record, due time.Time) (int, bool) {
+	return slices.BinarySearchFunc(rs, due, func(r Record, t time.Time) int { return r.Due.Compare(t) })
+}
+
+// Claim records r, unless (r.Job, r.Due) has a record already or r.Due is
+// older than every record kept of a full job: then it returns ErrClaimed.
+func (m *MemoryStore) Claim(_ context.Context, r Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.jobs[r.Job]
+	i, found := find(rs, r.Due)
+	if found || (i == 0 && len(rs) == m.keep) {
+		return ErrClaimed
+	}
+	if len(rs) == m.keep {
+		copy(rs, rs[1:i])
+		rs[i-1] = r
+	} else {
+		rs = slices.Insert(rs, i, r)
+	}
+	m.jobs[r.Job] = rs
+	return nil
+}
+
+// Finish replaces the record of (r.Job, r.Due) with r. It returns
+// ErrNoRecord if there is no such record (it may have been dropped).
+func (m *MemoryStore) Finish(_ context.Context, r Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.jobs[r.Job]
+	i, found := find(rs, r.Due)
+	if !found {
+		return ErrNoRecord
+	}
+	rs[i] = r
+	return nil
+}
+
+// Last returns the record of job with the latest Due, or ErrNoRecord.
+func (m *MemoryStore) Last(_ context.Context, job string) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.jobs[job]
+	if len(rs) == 0 {
+		return Record{}, ErrNoRecord
+	}
+	return rs[len(rs)-1], nil
+}
+
+// History returns up to limit records of job, newest Due first.
+func (m *MemoryStore) History(_ context.Context, job string, limit int) ([]Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.jobs[job]
+	n := min(max(limit, 0), len(rs))
+	h := make([]Record, n)
+	for i := range h {
+		h[i] = rs[len(rs)-1-i]
+	}
+	return h, nil
+}
+
+var _ Store = (*MemoryStore)(nil)

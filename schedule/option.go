@@ -1,0 +1,214 @@
+package schedule
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// Overlap says what happens when a slot falls due, or RunNow is called,
+// while a run of the job is in flight.
+type Overlap uint8
+
+const (
+	// OverlapSkip (the default): the slot does not run; its Record, Skipped,
+	// reaches the Observer. k8s CronJob concurrencyPolicy Forbid; Temporal
+	// SCHEDULE_OVERLAP_POLICY_SKIP.
+	OverlapSkip Overlap = iota
+	// OverlapBufferOne: one run follows right after the run in flight, for
+	// the latest slot that fell due meanwhile; earlier ones are Skipped.
+	// Temporal SCHEDULE_OVERLAP_POLICY_BUFFER_ONE.
+	OverlapBufferOne
+	// OverlapReplace: the context of the run in flight is cancelled (its
+	// Record is Canceled), and the new run starts as soon as it returns;
+	// two runs never overlap. k8s CronJob concurrencyPolicy Replace;
+	// Temporal SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER.
+	OverlapReplace
+	// OverlapAllow: the new run starts at once, in parallel, up to
+	// WithMaxParallel runs (no limit by default); a slot beyond the limit
+	// is Skipped. k8s CronJob concurrencyPolicy Allow; Temporal
+	// SCHEDULE_OVERLAP_POLICY_ALLOW_ALL.
+	OverlapAllow
+)
+
+var overlapNames = [...]string{"OverlapSkip", "OverlapBufferOne", "OverlapReplace", "OverlapAllow"}
+
+func (o Overlap) String() string {
+	if int(o) < len(overlapNames) {
+		return overlapNames[o]
+	}
+	return "Overlap(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Misfire says what happens to the slots a job missed: slots that passed
+// before Start since the last record in the store, while the process was
+// asleep or the wall clock jumped forward, or while the store failed. A
+// slot is missed if its run could not start within the grace period
+// (WithGrace) after its due time.
+type Misfire uint8
+
+const (
+	// MisfireRunOnce (the default): one run, at once, for the latest missed
+	// slot, with Reason CatchUp; the others are Missed. Quartz
+	// MISFIRE_INSTRUCTION_FIRE_NOW (SimpleTrigger) and
+	// MISFIRE_INSTRUCTION_FIRE_ONCE_NOW (CronTrigger); k8s CronJob, which
+	// starts one Job for the latest missed schedule.
+	MisfireRunOnce Misfire = iota
+	// MisfireSkip: the missed slots are Missed; the job waits for its next
+	// slot. Quartz MISFIRE_INSTRUCTION_DO_NOTHING (CronTrigger) and
+	// MISFIRE_INSTRUCTION_RESCHEDULE_NEXT_WITH_REMAINING_COUNT.
+	MisfireSkip
+	// MisfireRunAll: each missed slot runs, oldest first, one after
+	// another, with Reason CatchUp, up to the catch-up limit
+	// (WithCatchUpLimit); the slots beyond the limit, the newest, are
+	// Missed. Quartz MISFIRE_INSTRUCTION_IGNORE_MISFIRE_POLICY; Temporal's
+	// catch-up window.
+	MisfireRunAll
+)
+
+var misfireNames = [...]string{"MisfireRunOnce", "MisfireSkip", "MisfireRunAll"}
+
+func (m Misfire) String() string {
+	if int(m) < len(misfireNames) {
+		return misfireNames[m]
+	}
+	return "Misfire(" + strconv.Itoa(int(m)) + ")"
+}
+
+// An Option configures a Job in NewJob.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config holds a Job's options. Jobs made with no option other than
+// WithScheduler share defaultConfig: an idle job costs no config of its own.
+type config struct {
+	overlap     Overlap
+	misfire     Misfire
+	maxParallel int
+	catchUp     int
+	grace       time.Duration
+	timeout     time.Duration
+	store       Store
+	lease       LeaseStore // store, if it is a LeaseStore
+	node        string
+	observer    func(Record)
+	sched       circulation.Scheduler // taken out by NewJob: the Trigger holds it
+}
+
+const (
+	defaultGrace   = time.Second
+	defaultCatchUp = 100
+)
+
+var defaultConfig = &config{grace: defaultGrace, catchUp: defaultCatchUp}
+
+// isDefault reports whether c, its Scheduler aside, is defaultConfig.
+func (c *config) isDefault() bool {
+	d := defaultConfig
+	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
+		c.catchUp == d.catchUp && c.grace == d.grace && c.timeout == d.timeout &&
+		c.store == nil && c.node == "" && c.observer == nil
+}
+
+// defaultNode is the default Record.Node: the host name and the process id.
+var defaultNode = sync.OnceValue(func() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "localhost"
+	}
+	return h + "-" + strconv.Itoa(os.Getpid())
+})
+
+func (c *config) nodeName() string {
+	if c.node != "" {
+		return c.node
+	}
+	return defaultNode()
+}
+
+// WithOverlap sets the policy for a slot that falls due while a run is in
+// flight (default OverlapSkip). It panics on an unknown Overlap.
+func WithOverlap(o Overlap) Option {
+	if o > OverlapAllow {
+		panic(fmt.Sprintf("schedule: WithOverlap(%d): unknown overlap policy", o))
+	}
+	return optionFunc(func(c *config) { c.overlap = o })
+}
+
+// WithMaxParallel limits the runs in flight under OverlapAllow to n (no
+// limit by default, or if n <= 0). The other policies run one at a time.
+func WithMaxParallel(n int) Option {
+	return optionFunc(func(c *config) { c.maxParallel = max(n, 0) })
+}
+
+// WithMisfire sets the policy for missed slots (default MisfireRunOnce).
+// It panics on an unknown Misfire.
+func WithMisfire(m Misfire) Option {
+	if m > MisfireRunAll {
+		panic(fmt.Sprintf("schedule: WithMisfire(%d): unknown misfire policy", m))
+	}
+	return optionFunc(func(c *config) { c.misfire = m })
+}
+
+// WithGrace sets how late a slot's run may start and still be on time
+// (default 1s). A slot whose run cannot start within d of its due time is
+// missed, and its fate is the Misfire policy's. A negative d means zero.
+func WithGrace(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.grace = max(d, 0) })
+}
+
+// WithCatchUpLimit sets how many missed slots MisfireRunAll runs at most
+// after one gap (default 100). An n < 1 means 1.
+func WithCatchUpLimit(n int) Option {
+	return optionFunc(func(c *config) { c.catchUp = max(n, 1) })
+}
+
+// WithStore sets the Store where the job claims its slots and records its
+// runs (default: a MemoryStore of the job's own, keeping 16 records, made
+// at its first run). Jobs with the same name sharing a Store run each slot
+// once between them. If s is a LeaseStore, the job also renews the lease of
+// each run in flight and takes over the expired claims of its name.
+func WithStore(s Store) Option {
+	return optionFunc(func(c *config) {
+		c.store = s
+		c.lease, _ = s.(LeaseStore)
+	})
+}
+
+// WithScheduler sets the Scheduler of the job's timers (default
+// circulation.RuntimeScheduler). A wheel.Wheel suits millions of jobs.
+func WithScheduler(s circulation.Scheduler) Option {
+	return optionFunc(func(c *config) { c.sched = s })
+}
+
+// WithTimeout bounds each run: its context is cancelled with
+// context.DeadlineExceeded d after it starts, and the run is Failed. Zero,
+// the default, or a negative d means no bound.
+func WithTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.timeout = max(d, 0) })
+}
+
+// WithNode sets Record.Node, the name of this replica in the records
+// (default: the host name and the process id, "host-1234").
+func WithNode(id string) Option {
+	return optionFunc(func(c *config) { c.node = id })
+}
+
+// WithObserver makes the job pass every Record it completes to f: each
+// run once it has ended (Succeeded, Failed, Canceled), and each slot that
+// did not run (Skipped, Missed). A slot another replica claimed first does
+// not reach f: it is that replica's. f runs on the job's goroutines, may be
+// called concurrently under OverlapAllow, and may call the Job's methods
+// (except Stop with a context that outlives f).
+func WithObserver(f func(Record)) Option {
+	return optionFunc(func(c *config) { c.observer = f })
+}

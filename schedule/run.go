@@ -1,0 +1,507 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// active is the part of a Job that an idle job does not need: its runs,
+// what it knows of its store, and its lease machinery. Its fields are
+// guarded by Job.mu, except store and reclaim, which are set once when it
+// is made.
+type active struct {
+	store   Store                // the job's store: WithStore's, or a MemoryStore of its own
+	reclaim *circulation.Trigger // LeaseStore only: looks for expired claims every Lease()
+
+	runs    []*flight // runs in flight, to cancel on Stop and OverlapReplace
+	queue   []pending // runs waiting for the runner (all policies but OverlapAllow)
+	runners int       // goroutines running the job's Func or about to
+	idle    chan struct{}
+
+	last   time.Time // the latest Due claimed, by this job or another, or read from the store
+	floor  time.Time // slots before it are never caught up: the job started, resumed or changed schedule then
+	outage bool      // the last store call failed: the next claim first catches up from last
+}
+
+// A flight is a run in flight.
+type flight struct {
+	cancel context.CancelCauseFunc
+}
+
+// A pending run is one a runner will start: a slot, or a claim a LeaseStore
+// handed over (claimed, with its record in rec).
+type pending struct {
+	run      Run
+	rec      Record
+	claimed  bool
+	buffered bool // OverlapBufferOne: the one run that follows the run in flight
+}
+
+// active returns j.x, making it if need be. The caller holds j.mu.
+func (j *Job) active(now time.Time) *active {
+	if j.x != nil {
+		return j.x
+	}
+	x := &active{store: j.cfg.store, floor: now}
+	if x.store == nil {
+		x.store = NewMemoryStore(16)
+	}
+	if j.cfg.lease != nil {
+		x.reclaim = circulation.Bind(j.cfg.sched, j.reclaimTick)
+	}
+	j.x = x
+	return x
+}
+
+// noCatchUpBeforeLocked says that slots before now are not to be caught
+// up after a store outage: the job resumed or changed schedule at now.
+func (j *Job) noCatchUpBeforeLocked(now time.Time) {
+	if j.x != nil {
+		j.x.floor = now
+	}
+}
+
+// scanLimit bounds the slots a job looks at one by one after a gap: the
+// catch-up runs, and the Missed records reported.
+func (c *config) scanLimit() int { return max(c.catchUp, 1000) }
+
+// dueLocked handles the slots from first, which has fallen due, to now:
+// the latest is on time if now is within the grace period after it; the
+// others, and the latest if it is late, are missed, and the Misfire policy
+// says which of them run. It returns the records of the slots that do not
+// run; the others go to submitLocked.
+func (j *Job) dueLocked(first, now time.Time, start bool) []Record {
+	c := j.cfg
+	head, latest := dueSlots(j.sched, first, now, c.scanLimit())
+	missed := head
+	onTime := now.Sub(latest) <= c.grace
+	if !onTime {
+		missed = append(missed, latest)
+	}
+	var run []pending
+	var obs []Record
+	miss := func(ts []time.Time) {
+		for _, t := range ts {
+			obs = append(obs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
+		}
+	}
+	switch c.misfire {
+	case MisfireSkip:
+		miss(missed)
+	case MisfireRunOnce:
+		if !onTime {
+			miss(missed[:len(missed)-1])
+			run = append(run, pending{run: Run{Job: j.name, Due: latest, Reason: CatchUp}})
+		} else {
+			miss(missed)
+		}
+	case MisfireRunAll:
+		n := min(len(missed), c.catchUp)
+		for _, t := range missed[:n] {
+			run = append(run, pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}})
+		}
+		miss(missed[n:])
+	}
+	if onTime {
+		run = append(run, pending{run: Run{Job: j.name, Due: latest, Reason: Scheduled}})
+	}
+	if len(run) > 0 {
+		obs = j.submitLocked(run, obs)
+	}
+	return obs
+}
+
+// dueSlots returns the slots of s from first, which is at or before now,
+// to now: the latest, and those before it, oldest first, up to limit of
+// them. Past limit, it finds the latest by looking back from now in
+// doubling steps, so that a gap of a year of one-second slots costs a few
+// dozen calls of Next, not millions.
+func dueSlots(s Schedule, first, now time.Time, limit int) (head []time.Time, latest time.Time) {
+	t := first
+	for {
+		n := next(s, t)
+		if n.IsZero() || n.After(now) {
+			return head, t
+		}
+		if len(head) == limit {
+			break
+		}
+		head = append(head, t)
+		t = n
+	}
+	latest = t
+	for d := time.Microsecond; d > 0; d *= 2 {
+		p := now.Add(-d)
+		if !p.After(latest) {
+			break
+		}
+		if n := next(s, p); !n.IsZero() && !n.After(now) {
+			latest = n
+			break
+		}
+	}
+	for range limit {
+		n := next(s, latest)
+		if n.IsZero() || n.After(now) {
+			break
+		}
+		latest = n
+	}
+	return head, latest
+}
+
+// submitLocked hands runs to a runner under the overlap policy, and
+// returns obs with the records of those that will not run.
+func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
+	if j.state != jobStarted || j.paused {
+		why := errStopped
+		if j.paused {
+			why = errPaused
+		}
+		for _, p := range runs {
+			obs = append(obs, j.drop(p, why))
+		}
+		return obs
+	}
+	c := j.cfg
+	x := j.active(time.Now().Round(0))
+	if c.overlap == OverlapAllow {
+		if c.maxParallel > 0 && x.runners >= c.maxParallel {
+			for _, p := range runs {
+				obs = append(obs, j.drop(p, errOverlap))
+			}
+			return obs
+		}
+		x.runners++
+		go j.runner(runs)
+		return obs
+	}
+	if x.runners == 0 {
+		x.queue = append(x.queue, runs...)
+		x.runners = 1
+		go j.runner(nil)
+		return obs
+	}
+	switch c.overlap {
+	case OverlapSkip:
+		for _, p := range runs {
+			obs = append(obs, j.drop(p, errOverlap))
+		}
+	case OverlapBufferOne:
+		for _, p := range runs[:len(runs)-1] {
+			obs = append(obs, j.drop(p, errOverlap))
+		}
+		p := runs[len(runs)-1]
+		p.buffered = true
+		if n := len(x.queue); n > 0 && x.queue[n-1].buffered {
+			obs = append(obs, j.drop(x.queue[n-1], errOverlap))
+			x.queue[n-1] = p
+		} else {
+			x.queue = append(x.queue, p)
+		}
+	case OverlapReplace:
+		for _, f := range x.runs {
+			f.cancel(errReplaced)
+		}
+		obs = j.dropQueueLocked(errReplaced)
+		x.queue = append(x.queue, runs...)
+	}
+	return obs
+}
+
+// drop returns the record of a pending run that will not run. A claimed
+// run's record keeps its Attempt, so that observe finishes it in the store.
+func (j *Job) drop(p pending, why error) Record {
+	if p.claimed {
+		r := p.rec
+		r.Status, r.Err = Skipped, why.Error()
+		return r
+	}
+	return j.record(p.run, Skipped, why)
+}
+
+// dropQueueLocked empties the queue of pending runs and returns their
+// records.
+func (j *Job) dropQueueLocked(why error) []Record {
+	x := j.x
+	if x == nil {
+		return nil
+	}
+	var obs []Record
+	for _, p := range x.queue {
+		obs = append(obs, j.drop(p, why))
+	}
+	clear(x.queue)
+	x.queue = x.queue[:0]
+	return obs
+}
+
+// runner runs the pending runs of batch, then those of the queue, one
+// after another, and exits when there are none left.
+func (j *Job) runner(batch []pending) {
+	x := j.x // set before any runner starts, never changed
+	for {
+		j.mu.Lock()
+		var p pending
+		switch {
+		case len(batch) > 0:
+			p, batch = batch[0], batch[1:]
+		case len(x.queue) > 0:
+			p = x.queue[0]
+			x.queue[0] = pending{}
+			x.queue = x.queue[1:]
+		default:
+			x.runners--
+			if x.runners == 0 && x.idle != nil {
+				close(x.idle)
+				x.idle = nil
+			}
+			j.mu.Unlock()
+			return
+		}
+		if j.state != jobStarted || j.paused {
+			why := errStopped
+			if j.paused {
+				why = errPaused
+			}
+			r := j.drop(p, why)
+			j.mu.Unlock()
+			j.observe([]Record{r})
+			continue
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		f := &flight{cancel: cancel}
+		x.runs = append(x.runs, f)
+		j.mu.Unlock()
+
+		j.execute(ctx, cancel, x, p)
+		cancel(nil)
+
+		j.mu.Lock()
+		for i, g := range x.runs {
+			if g == f {
+				x.runs = slices.Delete(x.runs, i, i+1)
+				break
+			}
+		}
+		j.mu.Unlock()
+	}
+}
+
+// wait waits until no runner is left.
+func (x *active) wait(ctx context.Context, j *Job) error {
+	for {
+		j.mu.Lock()
+		if x.runners == 0 {
+			j.mu.Unlock()
+			return nil
+		}
+		if x.idle == nil {
+			x.idle = make(chan struct{})
+		}
+		idle := x.idle
+		j.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// execute claims the slot of p (unless a LeaseStore handed it over
+// claimed), runs the Func, and records the outcome.
+func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *active, p pending) {
+	c := j.cfg
+	r := p.run
+	rec := p.rec
+	if p.claimed {
+		rec.Reason, rec.Start = Recovered, time.Now().Round(0)
+	} else {
+		if r.Reason == Scheduled && c.misfire == MisfireRunAll {
+			j.recoverOutage(ctx, cancel, x, r.Due)
+		}
+		rec = Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
+			Start: time.Now().Round(0), Node: c.nodeName(), Attempt: 1}
+		err := x.store.Claim(ctx, rec)
+		j.mu.Lock()
+		switch {
+		case err == nil || errors.Is(err, ErrClaimed):
+			if r.Due.After(x.last) {
+				x.last = r.Due
+			}
+			x.outage = false
+		case ctx.Err() == nil:
+			x.outage = true
+		}
+		j.mu.Unlock()
+		switch {
+		case errors.Is(err, ErrClaimed):
+			return
+		case err != nil:
+			s := j.record(r, Skipped, nil)
+			if cause := context.Cause(ctx); cause != nil {
+				s.Err = cause.Error()
+			} else {
+				s.Err = "schedule: claim: " + err.Error()
+			}
+			j.observe([]Record{s})
+			return
+		}
+	}
+
+	runCtx := ctx
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	var renew *circulation.Trigger
+	if ls := c.lease; ls != nil && ls.Lease() > 0 {
+		renew = j.renewer(ls, rec, cancel)
+	}
+	var err error
+	if ctx.Err() == nil { // not stopped or replaced since the claim
+		err = j.call(runCtx, r)
+	}
+	if renew != nil {
+		_ = renew.Stop(context.Background()) // no renewal after Finish
+	}
+	rec.End = time.Now().Round(0)
+	rec.Status, rec.Err = outcome(ctx, runCtx, c.timeout, err)
+	if ferr := x.store.Finish(context.WithoutCancel(ctx), rec); ferr != nil {
+		rec.Err = joinErr(rec.Err, "schedule: finish: "+ferr.Error())
+	}
+	if f := c.observer; f != nil {
+		f(rec)
+	}
+}
+
+// outcome returns the status of a run and its error message.
+func outcome(ctx, runCtx context.Context, timeout time.Duration, err error) (Status, string) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && runCtx.Err() != context.DeadlineExceeded {
+		return Canceled, joinErr(cause.Error(), msg)
+	}
+	if runCtx.Err() == context.DeadlineExceeded {
+		return Failed, joinErr(fmt.Sprintf("schedule: run timed out after %v: %v", timeout, context.DeadlineExceeded), msg)
+	}
+	if err != nil {
+		return Failed, msg
+	}
+	return Succeeded, ""
+}
+
+func joinErr(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || b == a:
+		return a
+	}
+	return a + ": " + b
+}
+
+// call runs the Func, turning a panic into an error.
+func (j *Job) call(ctx context.Context, r Run) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("schedule: panic: %v", v)
+		}
+	}()
+	return j.f(ctx, r)
+}
+
+// recoverOutage runs, before the slot due, the slots missed since the last
+// record the job knows, if its store failed since: under MisfireRunAll,
+// each of them, oldest first, up to the catch-up limit.
+func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc, x *active, due time.Time) {
+	j.mu.Lock()
+	outage, base, sched := x.outage, x.last, j.sched
+	if x.floor.After(base) {
+		base = x.floor
+	}
+	j.mu.Unlock()
+	if !outage {
+		return
+	}
+	l, err := x.store.Last(ctx, j.name)
+	switch {
+	case err == nil:
+		if l.Due.After(base) {
+			base = l.Due
+		}
+	case !errors.Is(err, ErrNoRecord):
+		return // still failing: the claim will say so
+	}
+	j.mu.Lock()
+	x.outage = false
+	j.mu.Unlock()
+	t := base
+	for range j.cfg.catchUp {
+		t = next(sched, t)
+		if t.IsZero() || !t.Before(due) || ctx.Err() != nil {
+			return
+		}
+		j.execute(ctx, cancel, x, pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}})
+	}
+}
+
+// renewer returns a started Trigger that renews the lease of rec every
+// Lease()/3 (every Lease()/6 after a failure) and cancels ctx with
+// ErrLeaseLost if the store says the lease is lost.
+func (j *Job) renewer(ls LeaseStore, rec Record, cancel context.CancelCauseFunc) *circulation.Trigger {
+	l := ls.Lease()
+	t := circulation.Bind(j.cfg.sched, func(rctx context.Context) (time.Duration, bool) {
+		err := ls.Renew(rctx, rec)
+		switch {
+		case err == nil:
+			return l / 3, true
+		case errors.Is(err, ErrLeaseLost):
+			cancel(ErrLeaseLost)
+			return 0, false
+		default:
+			return l / 6, true
+		}
+	})
+	t.FireAfter(l / 3)
+	return t
+}
+
+// reclaimTick is the Func of a LeaseStore job's reclaim Trigger: it takes
+// over the expired claims of the job's name, each a run with Reason
+// Recovered under the overlap policy, and looks again after Lease().
+func (j *Job) reclaimTick(ctx context.Context) (time.Duration, bool) {
+	ls := j.cfg.lease
+	node := j.cfg.nodeName()
+	for range 1000 {
+		j.mu.Lock()
+		stopped, paused := j.state == jobStopped, j.paused
+		j.mu.Unlock()
+		if stopped {
+			return 0, false
+		}
+		if paused {
+			break
+		}
+		rec, err := ls.Reclaim(ctx, j.name, node)
+		if err != nil {
+			break
+		}
+		rec.Reason = Recovered
+		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, rec: rec, claimed: true}
+		j.mu.Lock()
+		obs := j.submitLocked([]pending{p}, nil)
+		j.mu.Unlock()
+		j.observe(obs)
+	}
+	return ls.Lease(), true
+}

@@ -1,0 +1,62 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+)
+
+// busyWait bounds how long a statement is retried while SQLite reports
+// the database busy or locked by another connection or process.
+const busyWait = 30 * time.Second
+
+// retry runs f, and on SQLite runs it again while it fails because another
+// writer holds the database, with a growing pause, for up to busyWait or
+// until ctx is done. A DSN with a busy timeout (SQLiteDSN) makes this rare;
+// it covers the connections opened without one.
+func (s *Store) retry(ctx context.Context, f func() error) error {
+	err := f()
+	if s.dialect != SQLite || !isBusy(err) {
+		return err
+	}
+	deadline := time.Now().Add(busyWait)
+	pause := time.Millisecond
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	for isBusy(err) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		err = f()
+		pause = min(2*pause, 50*time.Millisecond)
+		t.Reset(pause)
+	}
+	return err
+}
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED, by the
+// driver's code when it has one (modernc.org/sqlite's errors do), by its
+// message otherwise.
+func isBusy(err error) bool {
+	if err == nil {
+		return false
+	}
+	var c interface{ Code() int }
+	if errors.As(err, &c) {
+		code := c.Code() & 0xff
+		return code == 5 || code == 6
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") ||
+		strings.Contains(msg, "SQLITE_LOCKED")
+}
+
+// SQLiteDSN returns a modernc.org/sqlite data source name for the file at
+// path with the settings a Store wants: WAL, a 10s busy timeout, and
+// immediate transactions.
+func SQLiteDSN(path string) string {
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+}

@@ -1,0 +1,52 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// Renew extends the lease of r, a running record claimed by r.Node in
+// attempt r.Attempt, to Lease() from now by the database's clock. It
+// returns schedule.ErrLeaseLost if the slot has no such running claim: it
+// was taken over, finished or pruned. A lease that expired but was not
+// taken over yet is renewed.
+func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
+	w, err := toRow(r)
+	if err != nil {
+		return err
+	}
+	n, err := s.exec(ctx, s.q.renew, w.job, w.due, w.node, w.attempt, s.opts.lease.Microseconds())
+	if err != nil {
+		return fmt.Errorf("sqlstore: renewing %s at %v: %w", r.Job, r.Due, err)
+	}
+	if n == 0 {
+		return schedule.ErrLeaseLost
+	}
+	return nil
+}
+
+// Reclaim takes over, for node, the running record of job with the oldest
+// Due whose lease has expired by the database's clock. It returns the
+// record with Node set to node, Attempt incremented, Reason Recovered,
+// Start now and a fresh lease; or schedule.ErrNoRecord if there is none.
+// Of several nodes reclaiming at once, each expired claim goes to one.
+func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+	start := time.Now().UnixNano()
+	var w row
+	err := s.retry(ctx, func() error {
+		var err error
+		w, err = scanRow(s.db.QueryRowContext(ctx, s.q.reclaim, job, node, s.opts.lease.Microseconds(), start))
+		return err
+	})
+	if err == sql.ErrNoRows {
+		return schedule.Record{}, schedule.ErrNoRecord
+	}
+	if err != nil {
+		return schedule.Record{}, fmt.Errorf("sqlstore: reclaiming %s: %w", job, err)
+	}
+	return w.record(), nil
+}

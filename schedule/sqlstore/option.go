@@ -1,0 +1,81 @@
+package sqlstore
+
+import (
+	"fmt"
+	"time"
+)
+
+// An Option configures a Store.
+type Option interface{ apply(*options) }
+
+type options struct {
+	table     string
+	lease     time.Duration
+	succeeded int // Succeeded records kept per job
+	failed    int // other finished records kept per job
+}
+
+func defaultOptions() options {
+	return options{
+		table:     "schedule_runs",
+		lease:     30 * time.Second,
+		succeeded: 3,
+		failed:    1,
+	}
+}
+
+func (o *options) validate() error {
+	if !validIdent(o.table) {
+		return fmt.Errorf("sqlstore: WithTable(%q): want 1 to 48 of [a-z0-9_], not starting with a digit", o.table)
+	}
+	if o.lease < 100*time.Millisecond || o.lease > 24*time.Hour {
+		return fmt.Errorf("sqlstore: WithLease(%v): want between 100ms and 24h", o.lease)
+	}
+	if o.succeeded < 1 || o.failed < 0 {
+		return fmt.Errorf("sqlstore: WithHistory(%d, %d): want succeeded >= 1 and failed >= 0", o.succeeded, o.failed)
+	}
+	return nil
+}
+
+func validIdent(s string) bool {
+	if len(s) == 0 || len(s) > 48 || ('0' <= s[0] && s[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithTable names the table of run records, "schedule_runs" by default. The
+// Store also uses name_schema for its schema version and name_jobs for what
+// pruning removed. The name is 1 to 48 of [a-z0-9_], not starting with a
+// digit.
+func WithTable(name string) Option {
+	return optionFunc(func(o *options) { o.table = name })
+}
+
+// WithLease sets the length of a claim's lease, 30s by default, between
+// 100ms and 24h. A Job renews a lease every third of it; a slot whose node
+// died is taken over between one and two leases after its last renewal.
+// All the Stores on one table should use the same lease.
+func WithLease(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.lease = d })
+}
+
+// WithHistory sets how many finished records of each job are kept: the
+// newest succeeded ones with status Succeeded, and the newest failed ones
+// with any other finished status (Failed, Canceled, Skipped, Missed). The
+// default is 3 and 1, as for a Kubernetes CronJob; succeeded is at least 1, so that a job's last
+// record survives. Running records are never pruned. Pruning runs after
+// every 16th Finish, and on Prune.
+func WithHistory(succeeded, failed int) Option {
+	return optionFunc(func(o *options) { o.succeeded, o.failed = succeeded, failed })
+}

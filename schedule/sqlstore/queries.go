@@ -1,0 +1,107 @@
+package sqlstore
+
+import (
+	"regexp"
+	"strings"
+)
+
+// queries holds the statements of a Store, for its dialect and table.
+type queries struct {
+	claim, finish, last, history    string
+	renew, reclaim                  string
+	pruneMark, pruneWater, pruneDel string
+}
+
+const columns = "job, due, reason, status, start_ns, end_ns, node, err, attempt"
+
+// The statements, with {t} for the table, {now} for the database's clock
+// in Unix microseconds and {skiplocked} for PostgreSQL's row-lock clause.
+// Parameters are $n; SQLite gets ?n, its spelling of a numbered parameter.
+const (
+	// claim inserts a record unless its slot has one, or pruning passed it.
+	claimSQL = `INSERT INTO {t} (` + columns + `, lease_until)
+SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), CAST($3 AS SMALLINT), CAST($4 AS SMALLINT),
+	CAST($5 AS BIGINT), CAST($6 AS BIGINT), CAST($7 AS TEXT), CAST($8 AS TEXT), CAST($9 AS INTEGER),
+	{now} + CAST($10 AS BIGINT)
+WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs WHERE job = $1 AND pruned_until >= $2)
+ON CONFLICT (job, due) DO NOTHING`
+
+	// finish writes the outcome of the claim (node, attempt) of a slot.
+	finishSQL = `UPDATE {t} SET reason = $5, status = $6, start_ns = $7, end_ns = $8, err = $9, lease_until = NULL
+WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4`
+
+	lastSQL    = `SELECT ` + columns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT 1`
+	historySQL = `SELECT ` + columns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT $2`
+
+	// renew extends the lease of the claim (node, attempt) of a running slot.
+	renewSQL = `UPDATE {t} SET lease_until = {now} + $5
+WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0`
+
+	// reclaim hands the oldest expired running claim of a job to a node.
+	// The outer conditions repeat the inner ones: on PostgreSQL, a row
+	// another transaction changed meanwhile is checked again as it is now.
+	reclaimSQL = `UPDATE {t} SET node = $2, attempt = attempt + 1, reason = 3, start_ns = $4, lease_until = {now} + $3
+WHERE job = $1 AND status = 0 AND lease_until < {now} AND due = (
+	SELECT due FROM {t} WHERE job = $1 AND status = 0 AND lease_until < {now}
+	ORDER BY due LIMIT 1 {skiplocked})
+RETURNING ` + columns
+
+	// ranked numbers a job's finished records, newest first, the
+	// succeeded and the others apart; doomed are those past the counts
+	// kept ($2 succeeded, $3 others).
+	rankedSQL = `SELECT due, status, ROW_NUMBER() OVER (
+	PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
+FROM {t} WHERE job = $1 AND status <> 0`
+	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE (status = 1 AND rn > $2) OR (status <> 1 AND rn > $3)`
+
+	// pruneMark finds the newest record pruning removes; pruneWater
+	// raises the job's watermark to it, before pruneDel deletes: a slot at
+	// or before the watermark can no longer be claimed.
+	pruneMarkSQL  = `SELECT MAX(due) FROM (` + doomedSQL + `) d`
+	pruneWaterSQL = `INSERT INTO {t}_jobs (job, pruned_until) VALUES ($1, $2)
+ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
+	WHEN excluded.pruned_until > {t}_jobs.pruned_until THEN excluded.pruned_until
+	ELSE {t}_jobs.pruned_until END`
+	pruneDelSQL = `DELETE FROM {t} WHERE job = $1 AND status <> 0 AND due <= $4 AND due IN (` + doomedSQL + `)`
+)
+
+var dollarParam = regexp.MustCompile(`\$([0-9]+)`)
+
+func buildQueries(d Dialect, table string) queries {
+	r := strings.NewReplacer("{t}", table, "{now}", nowSQL(d), "{skiplocked}", skipLockedSQL(d))
+	q := func(s string) string {
+		s = r.Replace(s)
+		if d == SQLite {
+			s = dollarParam.ReplaceAllString(s, "?$1")
+		}
+		return s
+	}
+	return queries{
+		claim:      q(claimSQL),
+		finish:     q(finishSQL),
+		last:       q(lastSQL),
+		history:    q(historySQL),
+		renew:      q(renewSQL),
+		reclaim:    q(reclaimSQL),
+		pruneMark:  q(pruneMarkSQL),
+		pruneWater: q(pruneWaterSQL),
+		pruneDel:   q(pruneDelSQL),
+	}
+}
+
+// nowSQL is the database's clock in Unix microseconds. SQLite's is the
+// clock of the machine that runs it, to the millisecond; julianday works on
+// every SQLite 3.
+func nowSQL(d Dialect) string {
+	if d == PostgreSQL {
+		return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
+	}
+	return "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+}
+
+func skipLockedSQL(d Dialect) string {
+	if d == PostgreSQL {
+		return "FOR UPDATE SKIP LOCKED"
+	}
+	return ""
+}

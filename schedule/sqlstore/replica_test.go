@@ -1,0 +1,5 @@
+package sqlstore_test
+
+import "errors"
+
+func replica() error { return errors.New("replica: not built yet") }

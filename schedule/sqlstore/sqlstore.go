@@ -1,0 +1,112 @@
+// Package sqlstore keeps the execution records of package schedule in a SQL
+// database: SQLite on one machine, PostgreSQL for replicas on many.
+//
+// A Store is a schedule.LeaseStore on a *sql.DB the caller opens with the
+// driver of its choice (modernc.org/sqlite, pgx's stdlib):
+//
+//	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("jobs.db"))
+//	...
+//	store, err := sqlstore.New(ctx, db, sqlstore.SQLite)
+//	...
+//	j := schedule.NewJob("report", schedule.Every(time.Hour), report,
+//		schedule.WithStore(store))
+//
+// A slot is claimed by inserting the row (job, due), the table's primary
+// key, with ON CONFLICT DO NOTHING: of all the Jobs with the same name on
+// one database, in one process or many, exactly one claims each slot. A
+// claim holds a lease that the Job renews while the run is in flight; when
+// the lease expires, by the database's clock, because the claiming node
+// died, another node takes the slot over with Reclaim. DESIGN.md beside this
+// file gives the schema, the protocol, what is guaranteed under which
+// failures, and the measured costs.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// A Dialect names the SQL a database speaks.
+type Dialect uint8
+
+const (
+	// SQLite is SQLite 3.35 or later (RETURNING), as served by
+	// modernc.org/sqlite. Leases are read from the clock of the machine
+	// that holds the file.
+	SQLite Dialect = iota + 1
+	// PostgreSQL is PostgreSQL 12 or later, as served by pgx's stdlib.
+	// Leases are read from the server's clock.
+	PostgreSQL
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case SQLite:
+		return "SQLite"
+	case PostgreSQL:
+		return "PostgreSQL"
+	}
+	return fmt.Sprintf("Dialect(%d)", uint8(d))
+}
+
+// ErrSchemaTooNew is returned by New when the database holds a schema of a
+// later version than this package knows.
+var ErrSchemaTooNew = errors.New("sqlstore: schema newer than this package")
+
+// A Store keeps execution records in a table of a SQL database. It
+// implements schedule.LeaseStore. A Store is safe for concurrent use, as
+// are several Stores, in one process or many, on one database and table.
+// The zero value is not usable: call New.
+type Store struct {
+	db      *sql.DB
+	dialect Dialect
+	opts    options
+	q       queries
+
+	finishes atomic.Uint64 // Finish calls, to prune every pruneEvery
+}
+
+var _ schedule.LeaseStore = (*Store)(nil)
+
+// New returns a Store on db, creating its tables, or migrating them to
+// this package's schema version, if needed. Several processes may call New
+// on one database at once.
+//
+// New returns an error, and no Store, if db is nil, the dialect is
+// unknown, an option is out of range, the database cannot be reached, or
+// its schema is newer than this package's (ErrSchemaTooNew).
+func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("sqlstore: New with a nil *sql.DB")
+	}
+	if d != SQLite && d != PostgreSQL {
+		return nil, fmt.Errorf("sqlstore: unknown dialect %d", uint8(d))
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		opt.apply(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table)}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Lease returns the length of a claim's lease (WithLease).
+func (s *Store) Lease() time.Duration { return s.opts.lease }
+
+// Dialect returns the dialect the Store was made with.
+func (s *Store) Dialect() Dialect { return s.dialect }

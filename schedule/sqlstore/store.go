@@ -1,0 +1,250 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// pruneEvery is how many Finish calls of a Store pass between two prunings
+// of the finished job's history.
+const pruneEvery = 16
+
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// row is a Record as the table holds it.
+type row struct {
+	job     string
+	due     int64
+	reason  int64
+	status  int64
+	start   sql.NullInt64
+	end     sql.NullInt64
+	node    string
+	err     string
+	attempt int64
+}
+
+func nanos(field string, t time.Time, null bool) (sql.NullInt64, error) {
+	if t.IsZero() {
+		if null {
+			return sql.NullInt64{}, nil
+		}
+		return sql.NullInt64{}, fmt.Errorf("sqlstore: Record.%s is the zero Time", field)
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return sql.NullInt64{}, fmt.Errorf("sqlstore: Record.%s %v is out of range (years 1678 to 2262)", field, t)
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}, nil
+}
+
+// toRow checks r and converts it. A claim's Attempt below 1 counts as 1.
+func toRow(r schedule.Record) (row, error) {
+	if r.Job == "" {
+		return row{}, errors.New("sqlstore: Record.Job is empty")
+	}
+	if r.Status > schedule.Missed {
+		return row{}, fmt.Errorf("sqlstore: Record.Status %d is unknown", r.Status)
+	}
+	if r.Reason > schedule.Recovered {
+		return row{}, fmt.Errorf("sqlstore: Record.Reason %d is unknown", r.Reason)
+	}
+	due, err := nanos("Due", r.Due, false)
+	if err != nil {
+		return row{}, err
+	}
+	start, err := nanos("Start", r.Start, true)
+	if err != nil {
+		return row{}, err
+	}
+	end, err := nanos("End", r.End, true)
+	if err != nil {
+		return row{}, err
+	}
+	return row{
+		job:     r.Job,
+		due:     due.Int64,
+		reason:  int64(r.Reason),
+		status:  int64(r.Status),
+		start:   start,
+		end:     end,
+		node:    r.Node,
+		err:     r.Err,
+		attempt: int64(max(r.Attempt, 1)),
+	}, nil
+}
+
+func (w row) record() schedule.Record {
+	r := schedule.Record{
+		Job:     w.job,
+		Due:     time.Unix(0, w.due),
+		Reason:  schedule.Reason(w.reason),
+		Status:  schedule.Status(w.status),
+		Node:    w.node,
+		Err:     w.err,
+		Attempt: int(w.attempt),
+	}
+	if w.start.Valid {
+		r.Start = time.Unix(0, w.start.Int64)
+	}
+	if w.end.Valid {
+		r.End = time.Unix(0, w.end.Int64)
+	}
+	return r
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRow(sc scanner) (row, error) {
+	var w row
+	err := sc.Scan(&w.job, &w.due, &w.reason, &w.status, &w.start, &w.end, &w.node, &w.err, &w.attempt)
+	return w, err
+}
+
+func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.retry(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// Claim records r before its run starts, with a fresh lease if r.Status is
+// Running. It returns schedule.ErrClaimed if the slot (r.Job, r.Due)
+// already has a record, or had one that pruning removed. An Attempt below 1
+// is recorded as 1; Renew and Finish match it the same way.
+func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
+	w, err := toRow(r)
+	if err != nil {
+		return err
+	}
+	n, err := s.exec(ctx, s.q.claim, w.job, w.due, w.reason, w.status, w.start, w.end, w.node, w.err, w.attempt,
+		s.opts.lease.Microseconds())
+	if err != nil {
+		return fmt.Errorf("sqlstore: claiming %s at %v: %w", r.Job, r.Due, err)
+	}
+	if n == 0 {
+		return schedule.ErrClaimed
+	}
+	return nil
+}
+
+// Finish records the outcome of the claim of r.Node and r.Attempt: the
+// Reason, Status, Start, End and Err of r. It returns schedule.ErrLeaseLost
+// if the slot was taken over by another node, or another attempt. A Finish
+// of a slot without a record claims it with r, so that a Missed or Skipped
+// slot can be recorded in one call. Finish may be repeated.
+func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
+	w, err := toRow(r)
+	if err != nil {
+		return err
+	}
+	n, err := s.exec(ctx, s.q.finish, w.job, w.due, w.node, w.attempt, w.reason, w.status, w.start, w.end, w.err)
+	if err != nil {
+		return fmt.Errorf("sqlstore: finishing %s at %v: %w", r.Job, r.Due, err)
+	}
+	if n == 0 {
+		switch err := s.Claim(ctx, r); {
+		case errors.Is(err, schedule.ErrClaimed):
+			return schedule.ErrLeaseLost
+		case err != nil:
+			return err
+		}
+	}
+	if s.finishes.Add(1)%pruneEvery == 0 {
+		// Pruning is housekeeping: the outcome is recorded, and the
+		// next pruning retries what this one could not do.
+		_, _ = s.Prune(ctx, r.Job)
+	}
+	return nil
+}
+
+// Last returns the record with the latest Due of job, or
+// schedule.ErrNoRecord.
+func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
+	var w row
+	err := s.retry(ctx, func() error {
+		var err error
+		w, err = scanRow(s.db.QueryRowContext(ctx, s.q.last, job))
+		return err
+	})
+	if err == sql.ErrNoRows {
+		return schedule.Record{}, schedule.ErrNoRecord
+	}
+	if err != nil {
+		return schedule.Record{}, fmt.Errorf("sqlstore: reading the last record of %s: %w", job, err)
+	}
+	return w.record(), nil
+}
+
+// History returns up to limit records of job, newest Due first. A limit of
+// 0 returns none; a negative limit is an error.
+func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.Record, error) {
+	if limit < 0 {
+		return nil, fmt.Errorf("sqlstore: History limit %d is negative", limit)
+	}
+	if limit == 0 {
+		return nil, nil
+	}
+	var recs []schedule.Record
+	err := s.retry(ctx, func() error {
+		recs = recs[:0]
+		rows, err := s.db.QueryContext(ctx, s.q.history, job, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			w, err := scanRow(rows)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, w.record())
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: reading the history of %s: %w", job, err)
+	}
+	return recs, nil
+}
+
+// Prune deletes the finished records of job past the counts that
+// WithHistory keeps, and returns how many it deleted. A slot whose record
+// it deletes can no longer be claimed: the job's watermark, the newest Due
+// it deleted, is raised before the records go. Finish calls Prune after
+// every 16th Finish of the Store.
+func (s *Store) Prune(ctx context.Context, job string) (int64, error) {
+	keepOK, keepOther := s.opts.succeeded, s.opts.failed
+	var mark sql.NullInt64
+	err := s.retry(ctx, func() error {
+		return s.db.QueryRowContext(ctx, s.q.pruneMark, job, keepOK, keepOther).Scan(&mark)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
+	}
+	if !mark.Valid {
+		return 0, nil
+	}
+	if _, err := s.exec(ctx, s.q.pruneWater, job, mark.Int64); err != nil {
+		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
+	}
+	n, err := s.exec(ctx, s.q.pruneDel, job, keepOK, keepOther, mark.Int64)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,306 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
+)
+
+var ctx = context.Background()
+
+// slot returns the i-th slot of a 100ms schedule from a fixed origin.
+func slot(i int) time.Time {
+	return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).Add(time.Duration(i) * 100 * time.Millisecond)
+}
+
+func running(job string, i int, node string) schedule.Record {
+	return schedule.Record{Job: job, Due: slot(i), Reason: schedule.Scheduled, Status: schedule.Running,
+		Start: slot(i).Add(time.Millisecond), Node: node}
+}
+
+func TestClaimFinishLastHistory(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(100, 100))
+		_, err := s.Last(ctx, "j")
+		require.ErrorIs(t, err, schedule.ErrNoRecord)
+
+		for i := range 5 {
+			require.NoError(t, s.Claim(ctx, running("j", i, "a")))
+		}
+		require.ErrorIs(t, s.Claim(ctx, running("j", 2, "b")), schedule.ErrClaimed)
+		require.ErrorIs(t, s.Claim(ctx, running("j", 2, "a")), schedule.ErrClaimed, "the same node claims a slot once too")
+		require.NoError(t, s.Claim(ctx, running("other", 2, "b")), "slots are per job")
+
+		r := running("j", 4, "a")
+		r.Status, r.End, r.Err = schedule.Failed, slot(4).Add(50*time.Millisecond), "boom"
+		require.NoError(t, s.Finish(ctx, r))
+		require.NoError(t, s.Finish(ctx, r), "Finish may be repeated")
+
+		last, err := s.Last(ctx, "j")
+		require.NoError(t, err)
+		assert.Equal(t, "j", last.Job)
+		assert.True(t, last.Due.Equal(slot(4)), "Due %v", last.Due)
+		assert.True(t, last.Start.Equal(r.Start), "Start %v", last.Start)
+		assert.True(t, last.End.Equal(r.End), "End %v", last.End)
+		assert.Equal(t, schedule.Failed, last.Status)
+		assert.Equal(t, schedule.Scheduled, last.Reason)
+		assert.Equal(t, "boom", last.Err)
+		assert.Equal(t, "a", last.Node)
+		assert.Equal(t, 1, last.Attempt, "a first claim is attempt 1")
+
+		h, err := s.History(ctx, "j", 3)
+		require.NoError(t, err)
+		require.Len(t, h, 3)
+		for k, rec := range h {
+			assert.True(t, rec.Due.Equal(slot(4-k)), "newest first: %d: %v", k, rec.Due)
+		}
+		assert.True(t, h[1].End.IsZero(), "a running record has no End")
+		h, err = s.History(ctx, "j", 100)
+		require.NoError(t, err)
+		assert.Len(t, h, 5)
+		h, err = s.History(ctx, "j", 0)
+		require.NoError(t, err)
+		assert.Empty(t, h)
+		_, err = s.History(ctx, "j", -1)
+		assert.ErrorContains(t, err, "-1")
+	})
+}
+
+func TestFinishFencing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t))
+		require.NoError(t, s.Claim(ctx, running("j", 0, "a")))
+		r := running("j", 0, "b")
+		r.Status = schedule.Succeeded
+		require.ErrorIs(t, s.Finish(ctx, r), schedule.ErrLeaseLost, "another node's Finish")
+		r.Node, r.Attempt = "a", 2
+		require.ErrorIs(t, s.Finish(ctx, r), schedule.ErrLeaseLost, "another attempt's Finish")
+		r.Attempt = 0
+		require.NoError(t, s.Finish(ctx, r), "Attempt 0 is the first claim")
+
+		// A Finish without a claim records the slot, once.
+		m := schedule.Record{Job: "j", Due: slot(1), Status: schedule.Missed, Reason: schedule.CatchUp, Node: "a"}
+		require.NoError(t, s.Finish(ctx, m))
+		m.Node = "b"
+		require.ErrorIs(t, s.Finish(ctx, m), schedule.ErrLeaseLost)
+		last, err := s.Last(ctx, "j")
+		require.NoError(t, err)
+		assert.Equal(t, schedule.Missed, last.Status)
+		assert.Equal(t, "a", last.Node)
+	})
+}
+
+// TestClaimRace claims the same slots from many goroutines on three pools,
+// as three replicas would: each slot is won exactly once.
+func TestClaimRace(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		var stores [3]*sqlstore.Store
+		for i := range stores {
+			stores[i] = newStore(t, b, dsn)
+		}
+		const slots, workers = 200, 6
+		var wins [slots]int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for w := range workers {
+			wg.Go(func() {
+				s := stores[w%len(stores)]
+				for i := range slots {
+					switch err := s.Claim(ctx, running("race", i, fmt.Sprint(w))); {
+					case err == nil:
+						mu.Lock()
+						wins[i]++
+						mu.Unlock()
+					case !errors.Is(err, schedule.ErrClaimed):
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for i, n := range wins {
+			if n != 1 {
+				t.Errorf("slot %d claimed %d times", i, n)
+			}
+		}
+	})
+}
+
+func TestLeaseTakeover(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const lease = 300 * time.Millisecond
+		dsn := b.dsn(t)
+		sa := newStore(t, b, dsn, sqlstore.WithLease(lease))
+		sb := newStore(t, b, dsn, sqlstore.WithLease(lease))
+		assert.Equal(t, lease, sb.Lease())
+
+		_, err := sb.Reclaim(ctx, "j", "b")
+		require.ErrorIs(t, err, schedule.ErrNoRecord, "nothing claimed")
+		r := running("j", 0, "a")
+		require.NoError(t, sa.Claim(ctx, r))
+		renewed := time.Now()
+		_, err = sb.Reclaim(ctx, "j", "b")
+		require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease is fresh")
+
+		// Renewing keeps the slot for longer than one lease.
+		for range 4 {
+			time.Sleep(lease / 3)
+			require.NoError(t, sa.Renew(ctx, r))
+			renewed = time.Now()
+			_, err = sb.Reclaim(ctx, "j", "b")
+			require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease was renewed")
+		}
+
+		// Without renewals, b takes the slot over once the lease expired.
+		var got schedule.Record
+		deadline := time.Now().Add(10 * lease)
+		for {
+			got, err = sb.Reclaim(ctx, "j", "b")
+			if err == nil {
+				break
+			}
+			require.ErrorIs(t, err, schedule.ErrNoRecord)
+			require.True(t, time.Now().Before(deadline), "no takeover within 10 leases")
+			time.Sleep(lease / 20)
+		}
+		took := time.Since(renewed)
+		// The database's clock is this machine's; allow its rounding.
+		assert.GreaterOrEqual(t, took, lease-5*time.Millisecond, "taken over before the lease expired")
+		assert.True(t, got.Due.Equal(r.Due))
+		assert.Equal(t, "b", got.Node)
+		assert.Equal(t, 2, got.Attempt)
+		assert.Equal(t, schedule.Recovered, got.Reason)
+		assert.Equal(t, schedule.Running, got.Status)
+
+		_, err = sa.Reclaim(ctx, "j", "a")
+		require.ErrorIs(t, err, schedule.ErrNoRecord, "the new claim has a fresh lease")
+		require.ErrorIs(t, sa.Renew(ctx, r), schedule.ErrLeaseLost)
+		r.Status = schedule.Succeeded
+		require.ErrorIs(t, sa.Finish(ctx, r), schedule.ErrLeaseLost)
+
+		require.NoError(t, sb.Renew(ctx, got))
+		got.Status, got.End = schedule.Succeeded, time.Now()
+		require.NoError(t, sb.Finish(ctx, got))
+		require.ErrorIs(t, sb.Renew(ctx, got), schedule.ErrLeaseLost, "a finished run has no lease")
+		last, err := sa.Last(ctx, "j")
+		require.NoError(t, err)
+		assert.Equal(t, schedule.Succeeded, last.Status)
+		assert.Equal(t, "b", last.Node)
+		assert.Equal(t, 2, last.Attempt)
+	})
+}
+
+// TestReclaimRace lets several nodes reclaim many expired claims at once:
+// each goes to exactly one, oldest first.
+func TestReclaimRace(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const lease = 100 * time.Millisecond
+		dsn := b.dsn(t)
+		var stores [3]*sqlstore.Store
+		for i := range stores {
+			stores[i] = newStore(t, b, dsn, sqlstore.WithLease(lease))
+		}
+		const n = 30
+		for i := range n {
+			require.NoError(t, stores[0].Claim(ctx, running("j", i, "dead")))
+		}
+		time.Sleep(lease + 20*time.Millisecond)
+		var mu sync.Mutex
+		got := map[int64]int{}
+		var wg sync.WaitGroup
+		for w := range 6 {
+			wg.Go(func() {
+				var prev time.Time
+				for {
+					r, err := stores[w%3].Reclaim(ctx, "j", fmt.Sprint(w))
+					if errors.Is(err, schedule.ErrNoRecord) {
+						return
+					}
+					if !assert.NoError(t, err) {
+						return
+					}
+					assert.True(t, r.Due.After(prev), "oldest first")
+					prev = r.Due
+					assert.Equal(t, 2, r.Attempt)
+					mu.Lock()
+					got[r.Due.UnixNano()]++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		assert.Len(t, got, n)
+		for due, k := range got {
+			assert.Equal(t, 1, k, "slot %v reclaimed %d times", time.Unix(0, due), k)
+		}
+	})
+}
+
+func TestPrune(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(3, 1))
+		// Claim records any status: finished records without Finish,
+		// which would prune on its own.
+		for i := range 20 {
+			r := running("j", i, "a")
+			switch {
+			case i == 19: // still running
+			case i%5 == 0:
+				r.Status = schedule.Failed
+			default:
+				r.Status = schedule.Succeeded
+			}
+			require.NoError(t, s.Claim(ctx, r))
+		}
+		h, err := s.History(ctx, "j", 100)
+		require.NoError(t, err)
+		require.Len(t, h, 20)
+
+		n, err := s.Prune(ctx, "j")
+		require.NoError(t, err)
+		h, err = s.History(ctx, "j", 100)
+		require.NoError(t, err)
+		var dues []int
+		for _, r := range h {
+			dues = append(dues, int(r.Due.Sub(slot(0))/(100*time.Millisecond)))
+		}
+		// Kept: the running 19, succeeded 18, 17, 16, failed 15.
+		assert.Equal(t, []int{19, 18, 17, 16, 15}, dues)
+		assert.EqualValues(t, 15, n)
+
+		// A pruned slot cannot be claimed again, nor an older one.
+		require.ErrorIs(t, s.Claim(ctx, running("j", 3, "late")), schedule.ErrClaimed)
+		require.ErrorIs(t, s.Claim(ctx, running("j", -7, "late")), schedule.ErrClaimed)
+		require.NoError(t, s.Claim(ctx, running("j", 20, "a")))
+		n, err = s.Prune(ctx, "j")
+		require.NoError(t, err)
+		assert.Zero(t, n, "nothing more to prune")
+
+		// Finish prunes on its own, every 16th call.
+		for i := 21; i < 60; i++ {
+			r := running("j", i, "a")
+			require.NoError(t, s.Claim(ctx, r))
+			r.Status = schedule.Succeeded
+			require.NoError(t, s.Finish(ctx, r))
+		}
+		h, err = s.History(ctx, "j", 100)
+		require.NoError(t, err)
+		assert.Less(t, len(h), 3+1+2+16, "records kept: %d", len(h))
+	})
+}
