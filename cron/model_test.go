@@ -1,0 +1,136 @@
+package cron
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// model lists, minute by minute, the instants in [from, to) at which a
+// five-field spec runs by ISC cron's rules, computed from their
+// definition with the time package rather than with Next's arithmetic:
+//
+//   - an instant whose local time matches runs, unless the job is pinned
+//     and the same local time came earlier (the clocks went back);
+//   - a pinned job also runs at an instant when the clocks jump forward,
+//     if a local time they skip matches.
+func model(s *spec, from, to int64) []int64 {
+	offsets := map[int]bool{}
+	offAt := func(x int64) int {
+		_, off := time.Unix(x, 0).In(s.loc).Zone()
+		return off
+	}
+	for x := from - 2*86400; x < to; x += 900 {
+		offsets[offAt(x)] = true
+	}
+	matches := func(wall int64) bool {
+		w := time.Unix(wall, 0).UTC()
+		y, mo, d := w.Date()
+		h, mi, sec := w.Clock()
+		dom := s.dom&(1<<d) != 0
+		dow := s.dow&(1<<w.Weekday()) != 0
+		day := dom && dow
+		if s.dayOr {
+			day = dom || dow
+		}
+		_ = y
+		return day && s.month&(1<<mo) != 0 && s.hour&(1<<h) != 0 && s.minute&(1<<mi) != 0 && s.second&(1<<sec) != 0
+	}
+	var out []int64
+	for x := from; x < to; x += 60 {
+		off := offAt(x)
+		wall := x + int64(off)
+		run := matches(wall)
+		if run && s.pinned {
+			for o := range offsets {
+				if y := wall - int64(o); y < x && offAt(y) == o {
+					run = false // this local time came earlier
+				}
+			}
+		}
+		if prev := offAt(x - 1); s.pinned && !run && prev < off {
+			for w := x + int64(prev); w < wall; w += 60 {
+				if matches(w) {
+					run = true // a skipped local time: run at the jump
+					break
+				}
+			}
+		}
+		if run {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func randomSpec(r *rand.Rand, day time.Time) string {
+	pick := func(choices ...string) string { return choices[r.IntN(len(choices))] }
+	minute := pick("*", "0", "30", "15,45", "*/15", "*/20", "10-50/20", "0-59/30", "5", "59", "?",
+		fmt.Sprint(r.IntN(60)), fmt.Sprintf("%d/%d", r.IntN(30), 1+r.IntN(30)))
+	hour := pick("*", "*/2", "*/3", "0", "1", "2", "3", "23", "1,2", "0-3", "1-2", "2-23/3", "?",
+		fmt.Sprint(r.IntN(24)), fmt.Sprintf("%d-%d", r.IntN(4), 4+r.IntN(20)))
+	dom := pick("*", "*", "?", fmt.Sprint(day.Day()), fmt.Sprintf("%d,%d", day.Day(), 1+day.Day()%28), "1-15", "*/2")
+	month := pick("*", "*", fmt.Sprint(int(day.Month())), "1-6")
+	dow := pick("*", "*", "?", fmt.Sprint(int(day.Weekday())), "sun", "1-5", "*/3")
+	return fmt.Sprintf("%s %s %s %s %s", minute, hour, dom, month, dow)
+}
+
+// Next agrees with the model for random specs, whole days around every
+// change of the clocks in a year of zones with one-hour and half-hour
+// shifts, north and south, at night and at midnight.
+func TestNextAgreesWithModel(t *testing.T) {
+	zones := []string{"America/New_York", "Europe/London", "Australia/Lord_Howe", "Australia/Sydney", "America/Santiago", "Asia/Tehran"}
+	specs := 40
+	if testing.Short() {
+		specs = 5
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	checked := 0
+	for _, zone := range zones {
+		loc, err := time.LoadLocation(zone)
+		require.NoError(t, err)
+		// Every change of the offset in 2021 and 2026 (Tehran still had
+		// daylight saving in 2021).
+		for _, year := range []int{2021, 2026} {
+			at := time.Date(year, 1, 1, 0, 0, 0, 0, loc)
+			for {
+				_, end := at.ZoneBounds()
+				if end.IsZero() || end.Year() > year {
+					break
+				}
+				at = end
+				_, before := end.Add(-time.Second).Zone()
+				_, after := end.Zone()
+				if before == after {
+					continue
+				}
+				from, to := end.Unix()-end.Unix()%86400-2*86400, end.Unix()-end.Unix()%86400+3*86400
+				for range specs {
+					text := randomSpec(r, end)
+					p, err := Parse(text, loc)
+					require.NoError(t, err)
+					s := p.(*spec)
+					want := model(s, from, to)
+					var got []int64
+					for x := s.Next(time.Unix(from-1, 0)); !x.IsZero() && x.Unix() < to; x = s.Next(x) {
+						got = append(got, x.Unix())
+					}
+					require.Equal(t, format(want, loc), format(got, loc), "%s %q around %v", zone, text, end)
+					checked++
+				}
+			}
+		}
+	}
+	t.Logf("%d specs checked", checked)
+}
+
+func format(xs []int64, loc *time.Location) []string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, time.Unix(x, 0).In(loc).Format(time.RFC3339))
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package cron_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/cron"
+)
+
+// sameRuns fails unless a and b, parsed in UTC, give the same 200 times
+// from a Monday.
+func sameRuns(t *testing.T, a, b string) {
+	t.Helper()
+	sa, err := cron.Parse(a, time.UTC)
+	require.NoError(t, err, a)
+	sb, err := cron.Parse(b, time.UTC)
+	require.NoError(t, err, b)
+	ta := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	tb := ta
+	for i := range 200 {
+		ta, tb = sa.Next(ta), sb.Next(tb)
+		require.Equal(t, tb, ta, "%q and %q, run %d", a, b, i)
+		if ta.IsZero() {
+			return
+		}
+	}
+}
+
+func TestSyntax(t *testing.T) {
+	for _, c := range [][2]string{
+		{"0 0 * * *", "0 0 0 * * *"},
+		{"? ? ? ? ?", "* * * * *"},
+		{"0 0 ? * MON", "0 0 * * 1"},
+		{"0 0 * jan-mar sun", "0 0 * 1-3 0"},
+		{"0 0 * JAN,Mar sat", "0 0 * 1,3 6"},
+		{"0 0 * * 7", "0 0 * * 0"},
+		{"0 0 * * 5-7", "0 0 * * 0,5,6"},
+		{"0 0 * * */2", "0 0 * * 0,2,4,6"},
+		{"0 0 * * 1/2", "0 0 * * 1,3,5"},
+		{"5/20 * * * *", "5,25,45 * * * *"},
+		{"10-40/15 * * * *", "10,25,40 * * * *"},
+		{"*/25 * * * * *", "0,25,50 * * * * *"},
+		{"0 0 */10 * *", "0 0 1,11,21,31 * *"},
+		{"0 0 0 1-31/40 * *", "0 0 0 1 * *"},
+		{"@yearly", "0 0 1 1 *"},
+		{"@annually", "0 0 1 1 *"},
+		{"@monthly", "0 0 1 * *"},
+		{"@weekly", "0 0 * * 0"},
+		{"@daily", "0 0 * * *"},
+		{"@midnight", "0 0 * * *"},
+		{"@hourly", "0 * * * *"},
+		{"@Daily", "0 0 * * *"},
+		{"  0\t0 * *   *  ", "0 0 * * *"},
+		// Both day fields restricted: either matches (crontab(5)).
+		{"0 0 13 * fri", "0 0 13 * *|0 0 * * 5"},
+		// One starts with *: both must, and * matches every day.
+		{"0 0 * * fri", "0 0 ? * 5"},
+		{"0 0 */2 * fri", "0 0 1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31 * *&"},
+	} {
+		if alt, ok := strings.CutSuffix(c[1], "&"); ok {
+			checkAnd(t, c[0], alt)
+			continue
+		}
+		if a, b, ok := strings.Cut(c[1], "|"); ok {
+			checkOr(t, c[0], a, b)
+			continue
+		}
+		sameRuns(t, c[0], c[1])
+	}
+}
+
+// checkOr checks that spec runs at the union of a's and b's times.
+func checkOr(t *testing.T, spec, a, b string) {
+	t.Helper()
+	s, sa, sb := mustParse(t, spec), mustParse(t, a), mustParse(t, b)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	na, nb := sa.Next(at), sb.Next(at)
+	for range 100 {
+		want := na
+		if nb.Before(na) {
+			want = nb
+		}
+		got := s.Next(at)
+		require.Equal(t, want, got, spec)
+		at = got
+		if !na.After(at) {
+			na = sa.Next(at)
+		}
+		if !nb.After(at) {
+			nb = sb.Next(at)
+		}
+	}
+}
+
+// checkAnd checks that every time of spec is one of restricted's that
+// falls on a Friday, and that there are such times.
+func checkAnd(t *testing.T, spec, restricted string) {
+	t.Helper()
+	s, r := mustParse(t, spec), mustParse(t, restricted)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for range 50 {
+		want := r.Next(at)
+		for want.Weekday() != time.Friday {
+			want = r.Next(want)
+		}
+		at = s.Next(at)
+		require.Equal(t, want, at, spec)
+	}
+}
+
+func mustParse(t *testing.T, spec string) interface{ Next(time.Time) time.Time } {
+	t.Helper()
+	s, err := cron.Parse(spec, time.UTC)
+	require.NoError(t, err, spec)
+	return s
+}
+
+func TestZonePrefix(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	require.NoError(t, err)
+	from := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	for spec, want := range map[string]time.Time{
+		"CRON_TZ=Asia/Tokyo 0 9 * * *":    time.Date(2026, 6, 2, 9, 0, 0, 0, tokyo),
+		"TZ=Asia/Tokyo 0 9 * * *":         time.Date(2026, 6, 2, 9, 0, 0, 0, tokyo),
+		"CRON_TZ=UTC 0 9 * * *":           time.Date(2026, 6, 2, 9, 0, 0, 0, time.UTC),
+		"TZ=UTC @daily":                   time.Date(2026, 6, 2, 0, 0, 0, 0, time.UTC),
+		"CRON_TZ=Asia/Tokyo 0 0 9 * * ?":  time.Date(2026, 6, 2, 9, 0, 0, 0, tokyo),
+		"0 9 * * *":                       time.Date(2026, 6, 2, 9, 0, 0, 0, time.FixedZone("", 2*3600)),
+		"TZ=Europe/Paris  30 11 * * *":    time.Date(2026, 6, 2, 11, 30, 0, 0, time.FixedZone("CEST", 2*3600)),
+		"CRON_TZ=America/New_York @daily": time.Date(2026, 6, 2, 4, 0, 0, 0, time.UTC),
+	} {
+		s, err := cron.Parse(spec, time.FixedZone("", 2*3600))
+		require.NoError(t, err, spec)
+		got := s.Next(from)
+		assert.True(t, want.Equal(got), "%s: got %v, want %v", spec, got, want)
+	}
+	s, err := cron.Parse("0 9 * * *", nil)
+	require.NoError(t, err)
+	assert.Equal(t, time.Local, s.Next(from).Location(), "a nil location is time.Local")
+}
+
+func TestEvery(t *testing.T) {
+	s, err := cron.Parse("@every 1h30m", time.UTC)
+	require.NoError(t, err)
+	from := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	assert.Equal(t, from.Add(90*time.Minute), s.Next(from))
+	s, err = cron.Parse("TZ=Asia/Tokyo @every 10s", time.UTC)
+	require.NoError(t, err)
+	assert.Equal(t, from.Add(10*time.Second), s.Next(from))
+}
+
+// Specs that no time matches are not errors: Next returns the zero Time,
+// at once.
+func TestNever(t *testing.T) {
+	for _, spec := range []string{
+		"0 0 30 2 *", "0 0 31 2,4,6,9,11 *", "0 0 0 30,31 feb ?", "0 0 31 4 *",
+	} {
+		s, err := cron.Parse(spec, time.UTC)
+		require.NoError(t, err, spec)
+		assert.Zero(t, s.Next(time.Now()), spec)
+	}
+	// Rare is not never: February 29 comes every 4 years, and skips 2100.
+	s, err := cron.Parse("0 0 29 2 *", time.UTC)
+	require.NoError(t, err)
+	assert.Equal(t, time.Date(2104, 2, 29, 0, 0, 0, 0, time.UTC), s.Next(time.Date(2096, 3, 1, 0, 0, 0, 0, time.UTC)))
+	// With both day fields restricted, either matches: February 30 never
+	// comes, but Mondays in February do.
+	s, err = cron.Parse("0 0 30 2 mon", time.UTC)
+	require.NoError(t, err)
+	assert.Equal(t, time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC), s.Next(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)))
+}
+
+// Bad input gets a *ParseError naming the field and quoting its text.
+func TestParseErrors(t *testing.T) {
+	for spec, want := range map[string]string{
+		"":                             `cron: spec "": empty`,
+		"   ":                          `cron: spec "   ": empty`,
+		"* * * *":                      `cron: spec "* * * *": has 4 fields; want 5 (minute hour day-of-month month day-of-week) or 6 (second first)`,
+		"* * * * * * *":                `cron: spec "* * * * * * *": has 7 fields; want 5 (minute hour day-of-month month day-of-week) or 6 (second first)`,
+		"60 * * * *":                   `cron: minute "60": value 60 out of range 0-59`,
+		"0 24 * * *":                   `cron: hour "24": value 24 out of range 0-23`,
+		"0 0 0 * * *  ":                "",
+		"60 0 0 * * *":                 `cron: second "60": value 60 out of range 0-59`,
+		"0 0 0 * * 8":                  `cron: day of week "8": value 8 out of range 0-7`,
+		"0 0 32 * *":                   `cron: day of month "32": value 32 out of range 1-31`,
+		"0 0 0 * *":                    `cron: day of month "0": value 0 out of range 1-31`,
+		"0 0 * 13 *":                   `cron: month "13": value 13 out of range 1-12`,
+		"0 0 * 0 *":                    `cron: month "0": value 0 out of range 1-12`,
+		"0 0 1,5-2 * *":                `cron: day of month "1,5-2": reversed range 5-2`,
+		"0 0 * * fri-mon":              `cron: day of week "fri-mon": reversed range fri-mon`,
+		"*/0 * * * *":                  `cron: minute "*/0": zero step`,
+		"*/x * * * *":                  `cron: minute "*/x": step "x" is not a number`,
+		"*/-1 * * * *":                 `cron: minute "*/-1": step "-1" is not a number`,
+		"1/2/3 * * * *":                `cron: minute "1/2/3": step "2/3" is not a number`,
+		"0 0 * foo *":                  `cron: month "foo": unknown name "foo"`,
+		"0 0 * * monday":               `cron: day of week "monday": unknown name "monday"`,
+		"0 0 L * *":                    `cron: day of month "L": "L" is not a number`,
+		"0 0 * * 5#3":                  `cron: day of week "5#3": "5#3" is not a number`,
+		"1,,2 * * * *":                 `cron: minute "1,,2": empty list item`,
+		"-5 * * * *":                   `cron: minute "-5": missing value`,
+		"5- * * * *":                   `cron: minute "5-": missing value`,
+		"0 00000000001 * * *":          `cron: hour "00000000001": "00000000001" is not a number`,
+		"0 99999999999999999999 * * *": `cron: hour "99999999999999999999": "99999999999999999999" is not a number`,
+		"@weekly 1":                    `cron: descriptor "@weekly 1": takes no fields`,
+		"@fortnightly":                 `cron: descriptor "@fortnightly": unknown; want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every`,
+		"@every":                       `cron: @every "": want one duration, such as 1h30m`,
+		"@every 0s":                    `cron: @every "0s": not positive`,
+		"@every -1m":                   `cron: @every "-1m": not positive`,
+		"@every 5":                     `cron: @every "5": not a duration, such as 1h30m`,
+		"@every 1 h":                   `cron: @every "1 h": want one duration, such as 1h30m`,
+		"TZ= 0 0 * * *":                `cron: zone "TZ=": empty zone name`,
+		"CRON_TZ= @daily":              `cron: zone "CRON_TZ=": empty zone name`,
+		"TZ=Mars/Olympus 0 0 * * *":    `cron: zone "Mars/Olympus": unknown zone`,
+		"TZ=../../etc/passwd @daily":   `cron: zone "../../etc/passwd": unknown zone`,
+		"TZ=UTC":                       `cron: spec "TZ=UTC": no fields after the zone`,
+		strings.Repeat(" ", 1025):      `cron: spec "` + strings.Repeat(" ", 64) + `...": longer than 1024 bytes (1025)`,
+	} {
+		_, err := cron.Parse(spec, time.UTC)
+		if want == "" {
+			assert.NoError(t, err, spec)
+			continue
+		}
+		require.Error(t, err, spec)
+		assert.Equal(t, want, err.Error(), spec)
+		var pe *cron.ParseError
+		require.True(t, errors.As(err, &pe), spec)
+		assert.Contains(t, want, `"`+pe.Text+`"`)
+	}
+	_, err := cron.Parse(strings.Repeat("1,", 511)+"1 * * * *", time.UTC)
+	assert.Error(t, err, "1031 bytes")
+	_, err = cron.Parse(strings.Repeat("1,", 505)+"1 * * * *", time.UTC)
+	assert.NoError(t, err, "1019 bytes")
+}
