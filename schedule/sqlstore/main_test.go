@@ -86,6 +86,12 @@ func backends() []backend {
 		}},
 		{name: "PostgreSQL", dialect: sqlstore.PostgreSQL, driver: "pgx", dsn: func(t testing.TB) string {
 			needPostgres(t)
+			// A fresh table for each run of the test (-count).
+			db := openDB(t, "pgx", pg.dsn)
+			tb := tableFor(t)
+			if _, err := db.Exec("DROP TABLE IF EXISTS " + tb + ", " + tb + "_jobs, " + tb + "_schema"); err != nil {
+				t.Fatal(err)
+			}
 			return pg.dsn
 		}},
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -51,6 +53,12 @@ func toRow(r schedule.Record) (row, error) {
 	if r.Job == "" {
 		return row{}, errors.New("sqlstore: Record.Job is empty")
 	}
+	if !isText(r.Job) {
+		return row{}, fmt.Errorf("sqlstore: Record.Job %q is not UTF-8 text without NUL", r.Job)
+	}
+	if !isText(r.Node) {
+		return row{}, fmt.Errorf("sqlstore: Record.Node %q is not UTF-8 text without NUL", r.Node)
+	}
 	if r.Status > schedule.Missed {
 		return row{}, fmt.Errorf("sqlstore: Record.Status %d is unknown", r.Status)
 	}
@@ -77,9 +85,24 @@ func toRow(r schedule.Record) (row, error) {
 		start:   start,
 		end:     end,
 		node:    r.Node,
-		err:     r.Err,
+		err:     toText(r.Err),
 		attempt: int64(max(r.Attempt, 1)),
 	}, nil
+}
+
+// isText reports whether s can be stored in a text column of every
+// dialect: PostgreSQL refuses NUL and invalid UTF-8.
+func isText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+// toText makes an error message storable: invalid UTF-8 and NUL become
+// U+FFFD. An outcome is never refused for the bytes of its message.
+func toText(s string) string {
+	if isText(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func (w row) record() schedule.Record {
