@@ -137,7 +137,7 @@ func parseDescriptor(f []string, loc *time.Location) (schedule.Schedule, error) 
 		if d <= 0 {
 			return nil, parseError("@every", f[1], "not positive")
 		}
-		return every(d), nil
+		return schedule.Every(d), nil
 	}
 	fields, ok := descriptors[name]
 	if !ok {
