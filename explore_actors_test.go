@@ -1,13 +1,13 @@
 package circulation
 
 // The actors of the explorer (see explore_test.go). Each actor is one
-// goroutine of trigger.go reduced to its accesses to Trigger.state: a Load is
-// one atomic step, and a CompareAndSwap with the value a state.go transition
-// computed from that load is the next one, so that every interleaving in
-// which another goroutine publishes between the two is explored. What the
-// goroutines do with the pending slot, the run context and the live count
-// does not touch the state and is left out; slot_explore_test.go checks the
-// pending slot.
+// goroutine of trigger.go reduced to its accesses to Trigger.state and to
+// the context of the run in flight (Trigger.cur): a Load is one atomic step,
+// and a CompareAndSwap with the value a state.go transition computed from
+// that load is the next one, so that every interleaving in which another
+// goroutine publishes between the two is explored. What the goroutines do
+// with the pending slot and the live count does not touch the state and is
+// left out; slot_explore_test.go checks the pending slot.
 //
 // The phases below follow trigger.go, shot.go and run.go line by line; a
 // change to the control flow there must be made here too:
@@ -16,29 +16,46 @@ package circulation
 //	               coalesce(s): look at the pending shot, due? state still s? due again?
 //	               -> return; otherwise CAS advance(s) then arm(v, 0)
 //	FireAfter(d>0) load; CAS advance(s) then arm(v, d)
-//	Suspend        load; CAS advance(s)
-//	shot.run       claim; then start(v):
-//	start(v)       load; enter(s, v) stale ? return : CAS, then loop(v) on entryRun
-//	loop(v)        begin (f starts); f returns (0, true), (d, true) or (_, false),
-//	               or panics; load; CAS finish(s, v, ok): exitAgain -> begin with
-//	               version(n), exitArm -> arm(version(n), d), exitIdle -> return
-//	abort (panic)  load; CAS abort(s): exitArm -> arm(version(n), 0)
+//	Suspend        load; CAS suspend(s); if running(s): cancelRun: load cur,
+//	               load the state, cancel cur if the canceled bit is set
+//	storm          many FireAfter(d>0) calls, or many then a Suspend, as one
+//	               load and one CAS that moves the version by more than half
+//	               the version space, or all the way round (see stormKs)
+//	shot.run       claim, and the shotDead check; then start(v):
+//	start(v)       load; enter(s, v) stale ? return : CAS, then loop on entryRun
+//	loop           begin: store cur, load the state, cancel if the canceled bit
+//	               is set (f starts); f returns (0, true), (d, true) or
+//	               (_, false), panics, or waits for its context to be
+//	               cancelled; end: withdraw cur; load; CAS finish(s, ok):
+//	               exitAgain -> begin, exitArm -> arm(version(n), d),
+//	               exitIdle -> return
+//	abort (panic)  end; load; CAS abort(s): exitArm -> arm(version(n), 0)
 //
 // arm hands a new timer to the Scheduler: it becomes a new actor, which may
 // take its first step at any later point, as a timer may fire at any time. A
 // timer that disarm or settle kills was superseded (slot_explore_test.go
 // checks that), so its callback would find itself stale; letting every
-// timer fire explores a superset of what the real Trigger does. Likewise,
-// coalesce's look at the pending slot is modelled as "the timer of the
-// loaded version is unclaimed and armed with no delay", and a Fire that
-// finds it so may or may not coalesce, since the shot may be out of the slot
-// for a moment.
+// timer fire explores a superset of what the real Trigger does. The one
+// exception is a storm: it stands for so many calls that the first of them
+// has killed every timer armed before it, and their callbacks return at the
+// shotDead check, so a storm removes the timers that have not claimed their
+// shots. Likewise, coalesce's look at the pending slot is modelled as "the
+// timer of the loaded version is unclaimed and armed with no delay", and a
+// Fire that finds it so may or may not coalesce, since the shot may be out
+// of the slot for a moment.
+//
+// Versions are tracked as serials, counts of every advance since the
+// exploration began, which never wrap: the checks compare serials, and the
+// state word holds the serial modulo 1<<28, as the Trigger does.
 
 // transitions is the table of state.go functions the explorer calls. The
 // tests use stateGo; the mutation tests replace one entry with a broken
-// version to show that the explorer catches the mistake.
+// version to show that the explorer catches the mistake. finish gets the
+// version the iteration began with, which the real finish does not need,
+// so that a mutant can compare versions as an older protocol did.
 type transitions struct {
 	advance func(s uint32) uint32
+	suspend func(s uint32) uint32
 	reserve func(s uint32) uint32
 	enter   func(s, v uint32) (uint32, entry)
 	finish  func(s, v uint32, ok bool) (uint32, exit)
@@ -48,11 +65,17 @@ type transitions struct {
 // stateGo is the table of the real transitions.
 var stateGo = transitions{
 	advance: advance,
+	suspend: suspend,
 	reserve: reserve,
 	enter:   enter,
-	finish:  finish,
+	finish:  func(s, _ uint32, ok bool) (uint32, exit) { return finish(s, ok) },
 	abort:   abort,
 }
+
+// stormKs are the numbers of calls a storm publishes: just over half the
+// version space, one short of a whole turn, a whole turn (the version comes
+// back to where it was), and one more.
+var stormKs = [...]uint64{1<<27 + 1, uint64(versionMask), uint64(versionMask) + 1, uint64(versionMask) + 2}
 
 // exPhase is where an actor is: the step it takes next.
 type exPhase uint8
@@ -69,24 +92,38 @@ const (
 	phFireAfterCAS      //
 	phSuspendLoad       //
 	phSuspendCAS        //
-	phClaim             // a timer callback for version v: shot.run's claim
+	phSuspendCur        // cancelRun: load cur
+	phSuspendState      // cancelRun: load the state; cancel what cur held if the canceled bit is set
+	phStormLoad         // a storm of FireAfter(d) calls
+	phStormCAS          //
+	phSStormLoad        // a storm of FireAfter(d) calls, the last one a Suspend
+	phSStormCAS         //
+	phClaim             // a timer callback: shot.run's claim and shotDead check
 	phStartLoad         // Trigger.start
 	phStartCAS          //
 
 	// The phases from phBegin on hold the running bit (Trigger.loop).
-	phBegin // about to call f for version v
-	phInF   // inside f
+	phBegin      // begin: store cur, for an iteration of version v
+	phBeginCheck // begin: load the state, cancel the context if the canceled bit is set; f starts
+	phInF        // inside f
+	phWait       // inside f, waiting for its context to be cancelled
+	phEnd        // end: withdraw cur
 	phFinishLoad
 	phFinishCAS
-	phAbortLoad // f panicked: the deferred abort
+	phAbortEnd // f panicked: the deferred end
+	phAbortLoad
 	phAbortCAS
 )
 
 func (p exPhase) owner() bool { return p >= phBegin }
 
+// inIteration reports whether the phase is between the store of cur and its
+// withdrawal: the run's context is the one cur holds.
+func (p exPhase) inIteration() bool { return p >= phBeginCheck && p <= phEnd || p == phAbortEnd }
+
 func (p exPhase) load() bool {
 	switch p {
-	case phFireLoad, phFireAfterLoad, phSuspendLoad, phStartLoad, phFinishLoad, phAbortLoad:
+	case phFireLoad, phFireAfterLoad, phSuspendLoad, phStormLoad, phSStormLoad, phStartLoad, phFinishLoad, phAbortLoad:
 		return true
 	}
 	return false
@@ -95,8 +132,8 @@ func (p exPhase) load() bool {
 // seen reports whether the phase uses the state its actor loaded.
 func (p exPhase) seen() bool {
 	switch p {
-	case phFireLook, phFireCoalesceCheck, phFireLookAgain,
-		phFireCAS, phFireAfterCAS, phSuspendCAS, phStartCAS, phFinishCAS, phAbortCAS:
+	case phFireLook, phFireCoalesceCheck, phFireLookAgain, phFireCAS, phFireAfterCAS, phSuspendCAS,
+		phStormCAS, phSStormCAS, phStartCAS, phFinishCAS, phAbortCAS:
 		return true
 	}
 	return false
@@ -106,27 +143,45 @@ func (p exPhase) seen() bool {
 // so that equivalent worlds compare equal.
 type exActor struct {
 	ph   exPhase
-	ok   bool   // phFinish*: what f returned
-	sup  bool   // owner: a Fire, FireAfter or Suspend published since its iteration's version was taken
-	now  bool   // timer: armed with no delay (shotNow), so a Fire may coalesce into it
-	v    uint32 // timer: its version; owner: the iteration's version
+	ok   bool   // phEnd, phFinish*: what f returned
+	sup  bool   // owner: a Fire, FireAfter or Suspend published since its iteration began
+	susp bool   // owner: a Suspend published since its iteration began
+	can  bool   // owner: its iteration's context is cancelled
+	now  bool   // timer: armed with no delay (shotNow), so a Fire may coalesce into it; owner: f asked for no delay
+	sv   uint64 // timer: the serial of its version; owner: the iteration's; phSuspendState: the iteration cur held
 	seen uint32 // the state the actor's last Load returned, while it uses it
 }
 
 // choices is the number of ways the actor's next step can go: f may return
-// false, return true with no delay or with one (while the budget lasts), or
-// panic (likewise); a Fire that finds a due shot may or may not find it in
-// the pending slot, where other goroutines move shots in and out.
+// false, return true with no delay or with one (while the budget lasts),
+// panic (likewise), or wait for its context; a Fire that finds a due shot
+// may or may not find it in the pending slot, where other goroutines move
+// shots in and out; a storm moves the version by one of stormKs. A storm
+// cannot move while a timer callback is between its shotDead check and its
+// enter: see stormBlocked.
 func (x *explorer) choices(w *exWorld, i int) int {
 	switch a := &w.actors[i]; a.ph {
 	case phDone:
 		return 0
 	case phInF:
-		return 4
+		return 5
+	case phWait:
+		if !a.can {
+			return 0
+		}
 	case phFireLook:
 		if x.due(w, version(a.seen)) {
 			return 2
 		}
+	case phStormLoad, phSStormLoad:
+		if x.stormBlocked(w) {
+			return 0
+		}
+	case phStormCAS, phSStormCAS:
+		if x.stormBlocked(w) {
+			return 0
+		}
+		return len(stormKs)
 	}
 	return 1
 }
@@ -137,14 +192,28 @@ const (
 	fTrueNow         // f returns (0, true): asks to run again at once
 	fTrueThen        // f returns (d, true) with d > 0
 	fPanic           // f panics (abort instead of finish)
+	fWait            // f waits for its context to be cancelled, then returns (_, false)
 )
 
-// due reports whether the timer of version v is pending, unclaimed and armed
-// with no delay: coalesce's due(p) for the pending shot p. A superseded
-// shot (shotDead) has an older version, so it is never the one asked about.
+// stormBlocked reports whether a timer callback has passed its shotDead
+// check and not yet entered: a storm of 1<<28 calls in that gap would let
+// a superseded callback find its version current again. That takes a
+// goroutine preempted for exactly a whole turn of calls between two adjacent
+// steps; the exploration leaves it out.
+func (x *explorer) stormBlocked(w *exWorld) bool {
+	for i := range w.actors[:w.n] {
+		if ph := w.actors[i].ph; ph == phStartLoad || ph == phStartCAS {
+			return true
+		}
+	}
+	return false
+}
+
+// due reports whether the timer of version v is pending, unclaimed and
+// armed with no delay: coalesce's due(p) for the pending shot p.
 func (x *explorer) due(w *exWorld, v uint32) bool {
 	for i := range w.actors[:w.n] {
-		if a := &w.actors[i]; a.ph == phClaim && a.now && a.v == v {
+		if a := &w.actors[i]; a.ph == phClaim && a.now && uint32(a.sv)&versionMask == v {
 			return true
 		}
 	}
@@ -166,7 +235,7 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 			a.ph = phFireLook
 		}
 		return true
-	case phFireAfterLoad, phSuspendLoad, phStartLoad, phFinishLoad, phAbortLoad:
+	case phFireAfterLoad, phSuspendLoad, phStormLoad, phSStormLoad, phStartLoad, phFinishLoad, phAbortLoad:
 		a.seen = w.s
 		a.ph++ // the CAS phase
 		return true
@@ -187,7 +256,7 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		}
 		// Nothing happened to the state since the load: this Fire rides
 		// on the pending arming, if its callback has still not claimed it.
-		x.published(w, armFire, version(s))
+		x.published(w, armFire, w.ser)
 		a.ph, a.seen = phFireLookAgain, s
 		if x.flow == "coalesce does not look again after its check" {
 			x.done(a)
@@ -203,23 +272,68 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 	case phFireCAS:
 		if running(a.seen) {
 			x.publish(w, a, x.t.reserve(a.seen), phFireLoad, armFire)
-		} else if n := x.t.advance(a.seen); x.publish(w, a, n, phFireLoad, armFire) {
-			x.arm(w, version(n), true)
+		} else if x.publish(w, a, x.t.advance(a.seen), phFireLoad, armFire) {
+			x.arm(w, true)
 		}
 
 	case phFireAfterCAS:
-		if n := x.t.advance(a.seen); x.publish(w, a, n, phFireAfterLoad, armFire) {
-			x.arm(w, version(n), false)
+		if x.publish(w, a, x.t.advance(a.seen), phFireAfterLoad, armFire) {
+			x.arm(w, false)
 		}
 
 	case phSuspendCAS:
-		x.publish(w, a, x.t.advance(a.seen), phSuspendLoad, armSuspend)
+		s := a.seen
+		if x.publish(w, a, x.t.suspend(s), phSuspendLoad, armSuspend) && running(s) {
+			a.ph = phSuspendCur
+		}
+
+	case phSuspendCur:
+		a.sv = w.cur
+		if a.sv == 0 {
+			x.done(a)
+		} else {
+			a.ph = phSuspendState
+		}
+
+	case phSuspendState:
+		if canceled(w.s) || x.flow == "cancelRun ignores the canceled bit" {
+			x.cancel(w, a.sv)
+		}
+		x.done(a)
+
+	case phStormCAS, phSStormCAS:
+		k, s := stormKs[c], a.seen
+		if w.s != s {
+			a.ph, a.seen = a.ph-1, 0
+			return true
+		}
+		kind, n := armFire, x.advanceBy(s, k)
+		if a.ph == phSStormCAS {
+			kind, n = armSuspend, x.t.suspend(x.advanceBy(s, k-1)) // the last call is a Suspend
+		}
+		w.s, w.ser = n, w.ser+k
+		x.done(a)
+		// The first of the calls killed every timer armed before it
+		// whose callback had not claimed it: their callbacks stop at
+		// the shotDead check.
+		for i := range w.actors[:w.n] {
+			if w.actors[i].ph == phClaim {
+				x.done(&w.actors[i])
+			}
+		}
+		x.published(w, kind, w.ser)
+		switch {
+		case kind == armFire:
+			x.arm(w, false)
+		case running(s):
+			*a = exActor{ph: phSuspendCur} // the Suspend goes on to cancelRun
+		}
 
 	case phClaim:
 		a.ph, a.now = phStartLoad, false
 
 	case phStartCAS:
-		n, e := x.t.enter(a.seen, a.v)
+		n, e := x.t.enter(a.seen, uint32(a.sv)&versionMask)
 		if e == entryStale {
 			x.done(a)
 			return true
@@ -231,48 +345,65 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 			x.done(a)
 			return true
 		}
-		a.ph, a.sup = phBegin, false
+		a.ph = phBegin
 
 	case phBegin:
 		x.begin(w, a)
+		w.cur = a.sv
+		a.ph = phBeginCheck
+
+	case phBeginCheck:
+		if canceled(w.s) && x.flow != "begin does not check the canceled bit" {
+			x.cancel(w, a.sv)
+		}
 		a.ph = phInF
 
 	case phInF:
 		switch c {
 		case fFalse:
-			a.ph = phFinishLoad
+			a.ph = phEnd
 		case fTrueNow, fTrueThen:
 			if w.okLeft == 0 {
 				return false
 			}
 			w.okLeft--
-			a.ph, a.ok, a.now = phFinishLoad, true, c == fTrueNow
+			a.ph, a.ok, a.now = phEnd, true, c == fTrueNow
 		case fPanic:
 			if w.panicLeft == 0 {
 				return false
 			}
 			w.panicLeft--
-			a.ph = phAbortLoad
+			a.ph = phAbortEnd
+		case fWait:
+			a.ph = phWait
 		}
 
+	case phWait: // the context is cancelled: f returns false
+		a.ph = phEnd
+
+	case phEnd, phAbortEnd:
+		w.cur = 0
+		a.can = true // end cancels the context; no check: the run is over
+		a.ph++
+
 	case phFinishCAS:
-		n, e := x.t.finish(a.seen, a.v, a.ok)
+		n, e := x.t.finish(a.seen, uint32(a.sv)&versionMask, a.ok)
 		if !x.cas(w, a, n, phFinishLoad) {
 			return true
 		}
 		switch e {
 		case exitAgain:
-			a.ph, a.v, a.ok, a.now, a.sup = phBegin, version(n), false, false, false
+			*a = exActor{ph: phBegin, sv: w.ser}
 		case exitArm:
 			switch {
 			case !a.ok:
-				x.failf("the run of v=%#x was rescheduled although f returned false", a.v)
+				x.failf("the run of v=%#x was rescheduled although f returned false", a.sv)
 			case a.sup:
-				x.failf("the run of v=%#x was superseded, yet its result armed a timer", a.v)
+				x.failf("the run of v=%#x was superseded, yet its result armed a timer", a.sv)
 			}
 			now := a.now
 			x.done(a)
-			x.arm(w, version(n), now)
+			x.arm(w, now)
 		default:
 			x.done(a)
 		}
@@ -284,19 +415,21 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		}
 		x.done(a)
 		if e == exitArm {
-			x.arm(w, version(n), true)
+			x.arm(w, true)
 		}
 	}
 	return true
 }
 
 // cas publishes n if the state is still what the actor loaded; otherwise
-// the actor goes back to retry, to load afresh.
+// the actor goes back to retry, to load afresh. The serial moves on by as
+// much as the version did.
 func (x *explorer) cas(w *exWorld, a *exActor, n uint32, retry exPhase) bool {
 	if w.s != a.seen {
 		a.ph, a.seen = retry, 0
 		return false
 	}
+	w.ser += uint64((version(n) - version(w.s)) & versionMask)
 	w.s = n
 	a.seen = 0
 	return true
@@ -309,45 +442,68 @@ func (x *explorer) publish(w *exWorld, a *exActor, n uint32, retry exPhase, k ar
 		return false
 	}
 	x.done(a)
-	x.published(w, k, version(n))
+	x.published(w, k, w.ser)
 	return true
 }
 
 func (x *explorer) done(a *exActor) { *a = exActor{} }
 
-// arm is Trigger.arm: a new timer for version v, with no delay or with one,
-// which becomes a new actor.
-func (x *explorer) arm(w *exWorld, v uint32, now bool) {
+// advanceBy is k calls of x.t.advance in one step: the first one, then the
+// version moved on by the rest.
+func (x *explorer) advanceBy(s uint32, k uint64) uint32 {
+	if k == 0 {
+		return s
+	}
+	n := x.t.advance(s)
+	return n&^versionMask | (n+uint32(k-1))&versionMask
+}
+
+// arm is Trigger.arm: a new timer for the current version, with no delay or
+// with one, which becomes a new actor.
+func (x *explorer) arm(w *exWorld, now bool) {
 	if int(w.n) == len(w.actors) {
 		panic("explorer: too many actors; raise exMaxActors")
 	}
-	w.actors[w.n] = exActor{ph: phClaim, v: v, now: now}
+	w.actors[w.n] = exActor{ph: phClaim, sv: w.ser, now: now}
 	w.n++
 }
 
-// published records that a Fire, FireAfter or Suspend published version v
-// (or, for a coalesced Fire, rode on it): it is now the latest, and every
-// run in flight is superseded.
-func (x *explorer) published(w *exWorld, k armKind, v uint32) {
+// published records that a Fire, FireAfter or Suspend published the version
+// of serial v (or, for a coalesced Fire, rode on it): it is now the latest,
+// and every run in flight is superseded.
+func (x *explorer) published(w *exWorld, k armKind, v uint64) {
 	w.last, w.lastV, w.served = k, v, false
 	for i := range w.actors[:w.n] {
-		if w.actors[i].ph.owner() {
-			w.actors[i].sup = true
+		if a := &w.actors[i]; a.ph.owner() {
+			a.sup = true
+			a.susp = a.susp || k == armSuspend
 		}
 	}
 }
 
-// begin is the moment f is called for a.v: checks that depend on it.
-func (x *explorer) begin(w *exWorld, a *exActor) {
-	off := x.off(a.v)
-	switch {
-	case w.ran && off <= x.off(w.lastRun):
-		x.failf("f starts for v=%#x after a run for v=%#x: a version ran twice or out of order", a.v, w.lastRun)
-	case w.last == armSuspend && off >= x.off(w.lastV):
-		x.failf("f starts for v=%#x after Suspend published v=%#x", a.v, w.lastV)
+// cancel cancels the context of the iteration of serial v, if it is still
+// in flight: only a Suspend published since it began may.
+func (x *explorer) cancel(w *exWorld, v uint64) {
+	for i := range w.actors[:w.n] {
+		if a := &w.actors[i]; a.ph.inIteration() && a.sv == v {
+			if !a.susp && !a.can {
+				x.failf("the context of the run of v=%#x was cancelled, but no Suspend came since it began", v)
+			}
+			a.can = true
+		}
 	}
-	if w.last == armFire && off >= x.off(w.lastV) {
+}
+
+// begin is the moment f is called for a.sv: checks that depend on it.
+func (x *explorer) begin(w *exWorld, a *exActor) {
+	switch {
+	case w.ran && a.sv <= w.lastRun:
+		x.failf("f starts for v=%#x after a run for v=%#x: a version ran twice or out of order", a.sv, w.lastRun)
+	case w.last == armSuspend && a.sv >= w.lastV:
+		x.failf("f starts for v=%#x after Suspend published v=%#x", a.sv, w.lastV)
+	}
+	if w.last == armFire && a.sv >= w.lastV {
 		w.served = true
 	}
-	w.ran, w.lastRun = true, a.v
+	w.ran, w.lastRun = true, a.sv
 }

@@ -28,12 +28,22 @@ package circulation
 //   - Suspend wins: while the latest Fire, FireAfter or Suspend is a
 //     Suspend, f does not start for its version or any later one (only the
 //     run already in flight, whose context Suspend cancels, may start);
-//   - a superseded run's result is ignored, and a run that returned false
-//     arms no timer.
+//   - a superseded run's result is ignored, however many calls it outlived,
+//     and a run that returned false arms no timer;
+//   - a run's context is cancelled before it returns only if a Suspend was
+//     published since the run began;
+//   - the superseded, canceled and reserved bits are set only with the
+//     running bit, and canceled and reserved only with superseded.
 //
-// When every actor has finished it checks that no fire was lost: if the
-// latest Fire, FireAfter or Suspend is a Fire or FireAfter, f started for
-// its version or a later one after it was published.
+// When every actor has finished, or waits for something that will not come,
+// it checks that a run waiting for its context to be cancelled is not one
+// that a Suspend superseded (the Suspend cancels it), and, when none waits,
+// that no fire was lost: if the latest Fire, FireAfter or Suspend is a Fire
+// or FireAfter, f started for its version or a later one after it was
+// published.
+//
+// Storms, many calls published while a run is in flight, move the version by
+// more than half the version space and all the way round (see stormKs).
 
 import (
 	"fmt"
@@ -66,8 +76,10 @@ type exWorld struct {
 	last      armKind
 	served    bool   // f started for lastV or later since it was published
 	ran       bool   // f has started at least once
-	lastV     uint32 // version published by the latest Fire, FireAfter or Suspend
-	lastRun   uint32 // version of the latest start of f
+	ser       uint64 // the serial of the state's version: it never wraps
+	cur       uint64 // Trigger.cur: the serial of the iteration whose context it holds, 0 for nil
+	lastV     uint64 // serial published by the latest Fire, FireAfter or Suspend
+	lastRun   uint64 // serial of the latest start of f
 	actors    [exMaxActors]exActor
 }
 
@@ -76,7 +88,7 @@ type explorer struct {
 	exWalk[exWorld, exKey]
 	t    transitions
 	flow string // a mistake in the actors' control flow, for the mutation tests
-	base uint32 // versions are compared as offsets from base (see off)
+	base uint64 // serials are packed into keys as offsets from base (see off)
 	bad  string // the first violation found
 
 	// plain turns the symmetry reduction off: actors keep their places.
@@ -112,10 +124,6 @@ func (x *explorer) failf(format string, args ...any) {
 	}
 }
 
-// off is v's distance from the base version, so that versions compare as
-// integers across the wrap from 0x3fffffff to 0.
-func (x *explorer) off(v uint32) uint32 { return (v - x.base) & versionMask }
-
 // check is called after every step.
 func (x *explorer) check(w *exWorld) {
 	owners, inF := 0, 0
@@ -136,13 +144,23 @@ func (x *explorer) check(w *exWorld) {
 		x.failf("the running bit is set, but no actor is inside f or about to loop")
 	case !running(w.s) && owners == 1:
 		x.failf("an actor is inside f or about to loop, but the running bit is clear")
-	case reserved(w.s) && !running(w.s):
-		x.failf("the reservation bit is set without the running bit")
+	case w.s&runFlags != 0 && !running(w.s):
+		x.failf("a run flag is set without the running bit: %s", exFmtState(w.s))
+	case (canceled(w.s) || reserved(w.s)) && !superseded(w.s):
+		x.failf("the run is cancelled or reserved, yet not superseded: %s", exFmtState(w.s))
 	}
 }
 
 // final is called when every actor has finished.
 func (x *explorer) final(w *exWorld) {
+	for i := range w.actors[:w.n] {
+		if a := &w.actors[i]; a.ph == phWait {
+			if a.susp {
+				x.failf("the run of v=%#x waits for its context, but a Suspend published since it began did not cancel it", a.sv)
+			}
+			return // a run that waits for ever: the fires after it are not lost, only late
+		}
+	}
 	if w.last == armFire && !w.served {
 		x.failf("lost fire: everyone has finished, but f never started for v=%#x (the latest Fire's) or later", w.lastV)
 	}
@@ -233,9 +251,23 @@ func (x *explorer) after(w *exWorld) exKey {
 // key. The checks never depend on an actor's identity, and visit counts
 // each actor's step separately, so the interleaving counts stay exact.
 type exKey struct {
-	s    uint32
-	meta uint32
-	a    [exMaxActors]uint32
+	s                  uint32
+	meta               uint32
+	ser, cur, lastV, r uint32 // serials, as offsets from the base
+	a                  [exMaxActors]exPacked
+}
+
+// exPacked is an actor packed for exKey; a finished actor packs to zero.
+type exPacked struct{ p, v, seen uint32 }
+
+func (p exPacked) less(q exPacked) bool {
+	if p.p != q.p {
+		return p.p < q.p
+	}
+	if p.v != q.v {
+		return p.v < q.v
+	}
+	return p.seen < q.seen
 }
 
 // canon sorts w's actors into canonical order, drops the finished ones and
@@ -248,7 +280,7 @@ func (x *explorer) canon(w *exWorld, names []string) exKey {
 		k.a[i] = x.pack(&w.actors[i])
 	}
 	for i := 1; i < n && !x.plain; i++ { // insertion sort, descending: finished actors (0) last
-		for j := i; j > 0 && k.a[j] > k.a[j-1]; j-- {
+		for j := i; j > 0 && k.a[j-1].less(k.a[j]); j-- {
 			k.a[j], k.a[j-1] = k.a[j-1], k.a[j]
 			w.actors[j], w.actors[j-1] = w.actors[j-1], w.actors[j]
 			if names != nil {
@@ -256,7 +288,7 @@ func (x *explorer) canon(w *exWorld, names []string) exKey {
 			}
 		}
 	}
-	for n > 0 && k.a[n-1] == 0 && !x.plain {
+	for n > 0 && k.a[n-1] == (exPacked{}) && !x.plain {
 		n--
 	}
 	w.n = uint8(n)
@@ -265,46 +297,45 @@ func (x *explorer) canon(w *exWorld, names []string) exKey {
 	if w.served {
 		k.meta |= 1 << 14
 	}
+	k.ser = x.off(w.ser)
+	if w.cur != 0 {
+		k.cur = x.off(w.cur)
+	}
 	if w.last != armNone {
-		k.meta |= x.off8(w.lastV) << 16
+		k.lastV = x.off(w.lastV)
 	}
 	if w.ran {
-		k.meta |= 1<<15 | x.off8(w.lastRun)<<24
+		k.meta |= 1 << 15
+		k.r = x.off(w.lastRun)
 	}
 	return k
 }
 
-// pack packs what matters of an actor in its phase into 26 bits; a
-// finished actor packs to 0.
-func (x *explorer) pack(a *exActor) uint32 {
-	p := uint32(a.ph)
-	if a.ok {
-		p |= 1 << 5
+// pack packs what matters of an actor in its phase.
+func (x *explorer) pack(a *exActor) exPacked {
+	p := exPacked{p: uint32(a.ph)}
+	for i, f := range [...]bool{a.ok, a.sup, a.susp, a.can, a.now} {
+		if f {
+			p.p |= 1 << (8 + i)
+		}
 	}
-	if a.sup {
-		p |= 1 << 6
-	}
-	if a.now {
-		p |= 1 << 7
-	}
-	if a.ph.owner() || a.ph == phClaim || a.ph == phStartLoad || a.ph == phStartCAS {
-		p |= x.off8(a.v) << 8
+	if a.sv != 0 {
+		p.v = x.off(a.sv)
 	}
 	if a.ph.seen() {
-		p |= a.seen>>30<<16 | x.off8(version(a.seen))<<18
+		p.seen = a.seen
 	}
 	return p
 }
 
-// off8 is off(v), which must fit in 8 bits: the explored versions are a few
-// steps from the base.
-func (x *explorer) off8(v uint32) uint32 {
-	o := x.off(v)
-	if o > 0xff {
-		x.failf("version %#x is out of the explored range (base %#x): a version moved backwards or jumped", v, x.base)
+// off is serial v's distance from the base, which must fit in 32 bits.
+func (x *explorer) off(v uint64) uint32 {
+	o := v - x.base
+	if o >= 1<<32 {
+		x.failf("serial %#x is out of the explored range (base %#x): a version moved backwards", v, x.base)
 		return 0
 	}
-	return o
+	return uint32(o)
 }
 
 // exConfig is one starting point: a world and the names of its actors.
@@ -324,11 +355,11 @@ type exStats struct {
 
 // explore explores every configuration with transitions t. It returns the
 // totals and, at the first violation, a readable trace ("" if none).
-func explore(t transitions, base uint32, cfgs []exConfig) (exStats, string) {
+func explore(t transitions, base uint64, cfgs []exConfig) (exStats, string) {
 	return exploreWith(t, "", base, cfgs, false)
 }
 
-func exploreWith(t transitions, flow string, base uint32, cfgs []exConfig, plain bool) (exStats, string) {
+func exploreWith(t transitions, flow string, base uint64, cfgs []exConfig, plain bool) (exStats, string) {
 	var st exStats
 	for _, cfg := range cfgs {
 		x := &explorer{t: t, flow: flow, base: base, plain: plain}

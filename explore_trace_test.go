@@ -88,7 +88,7 @@ func (x *explorer) trace(cfg exConfig) string {
 		x.step(&w, p.i, p.c)
 		what := x.describe(&before, &w, p.i, p.c)
 		if w.n > before.n {
-			names[w.n-1] = fmt.Sprintf("A%d timer v=%#x", next, w.actors[w.n-1].v)
+			names[w.n-1] = fmt.Sprintf("A%d timer v=%#x", next, w.actors[w.n-1].sv)
 			what += fmt.Sprintf("; arms A%d", next)
 			next++
 		}
@@ -131,13 +131,18 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 			return "CAS reserve: one more run"
 		}
 		return "CAS advance"
-	case phFireAfterCAS, phSuspendCAS:
+	case phFireAfterCAS:
 		if failed {
 			return "CAS fails (state changed): retry"
 		}
 		return "CAS advance"
+	case phSuspendCAS:
+		if failed {
+			return "CAS fails (state changed): retry"
+		}
+		return "CAS suspend"
 	case phStartCAS:
-		_, e := x.t.enter(a.seen, a.v)
+		_, e := x.t.enter(a.seen, uint32(a.sv)&versionMask)
 		switch {
 		case e == entryStale:
 			return "enter: stale, returns"
@@ -148,16 +153,37 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 		}
 		return "CAS enter: takes the running bit"
 	case phBegin:
-		return fmt.Sprintf("f starts for v=%#x", a.v)
+		return fmt.Sprintf("begin: stores cur for v=%#x", a.sv)
+	case phBeginCheck:
+		if b.can && !a.can {
+			return "begin: canceled bit set: cancels; f starts"
+		}
+		return "begin: f starts"
 	case phInF:
-		return [...]string{"f returns false", "f returns (0, true)", "f returns (d, true)", "f panics"}[c]
+		return [...]string{"f returns false", "f returns (0, true)", "f returns (d, true)", "f panics", "f waits for its context"}[c]
+	case phWait:
+		return "f sees its context cancelled, returns false"
+	case phEnd, phAbortEnd:
+		return "end: withdraws cur, cancels"
+	case phSuspendCur:
+		if b.ph == phDone {
+			return "cancelRun: cur is empty"
+		}
+		return fmt.Sprintf("cancelRun: cur holds v=%#x", before.cur)
+	case phSuspendState:
+		return fmt.Sprintf("cancelRun: canceled bit %v", canceled(before.s))
+	case phStormCAS, phSStormCAS:
+		if failed {
+			return "CAS fails (state changed): retry"
+		}
+		return fmt.Sprintf("a storm of %d calls", stormKs[c])
 	case phFinishCAS, phAbortCAS:
 		if failed {
 			return "CAS fails (state changed): retry"
 		}
 		var e exit
 		if a.ph == phFinishCAS {
-			_, e = x.t.finish(a.seen, a.v, a.ok)
+			_, e = x.t.finish(a.seen, uint32(a.sv)&versionMask, a.ok)
 		} else {
 			_, e = x.t.abort(a.seen)
 		}
@@ -170,15 +196,15 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 	return "?"
 }
 
-// exFmtState shows a state word in hex and in bits: reserved, running and
-// the version.
+// exFmtState shows a state word in hex and in bits: reserved, running,
+// canceled, superseded and the version.
 func exFmtState(s uint32) string {
-	res, run := "---", "---"
-	if reserved(s) {
-		res = "res"
+	bit := func(set bool, name string) string {
+		if set {
+			return name
+		}
+		return "---"
 	}
-	if running(s) {
-		run = "run"
-	}
-	return fmt.Sprintf("0x%08x [%s %s v=0x%08x]", s, res, run, version(s))
+	return fmt.Sprintf("0x%08x [%s %s %s %s v=0x%07x]", s,
+		bit(reserved(s), "res"), bit(running(s), "run"), bit(canceled(s), "can"), bit(superseded(s), "sup"), version(s))
 }

@@ -1,12 +1,17 @@
 package circulation
 
-// SkipVersions moves t's version on by n, as n calls of Suspend would, in one
-// step. Tests use it to wrap the 30-bit version around while a stale callback
-// is held, which real calls would need a billion steps for.
+// SkipVersions moves t's version on by n, as n calls of FireAfter whose
+// timers were all superseded would, in one step. Tests use it to wrap the
+// 28-bit version around while a stale callback or a run is held, which real
+// calls would need hundreds of millions of steps for.
 func SkipVersions(t *Trigger, n uint32) {
+	if n == 0 {
+		return
+	}
 	for {
 		s := t.state.Load()
-		next := s&runningBit | (s+n)&versionMask
+		next := advance(s)
+		next = next&^versionMask | (next+n-1)&versionMask
 		if t.state.CompareAndSwap(s, next) {
 			t.disarm(version(next))
 			return
@@ -16,6 +21,10 @@ func SkipVersions(t *Trigger, n uint32) {
 
 // Version reports t's current version.
 func Version(t *Trigger) uint32 { return version(t.state.Load()) }
+
+// VersionSpace is the number of versions: a version comes back to where it
+// was after that many calls.
+const VersionSpace = versionMask + 1
 
 // SetCoalesceHook makes f run inside a coalescing Fire, between its first
 // look at the pending arming and the second load of the state that
@@ -27,7 +36,7 @@ func SetCoalesceHook(f func()) { testHookCoalesce = f }
 func SetSuspendHook(f func()) { testHookSuspend = f }
 
 // SetLoopEndHook makes f run in a run loop that has just given up the running
-// bit, before it drops what a Suspend recorded for an iteration to come.
+// bit.
 func SetLoopEndHook(f func()) { testHookLoopEnd = f }
 
 // SetBeginHook makes f run before each iteration publishes its context.

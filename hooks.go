@@ -10,8 +10,7 @@ var (
 	// testHookSuspend runs in Suspend after it found a run in flight and
 	// before it cancels that run's context.
 	testHookSuspend func()
-	// testHookLoopEnd runs in loop after it gave up the running bit and
-	// before it drops what Suspend recorded for an iteration to come.
+	// testHookLoopEnd runs in loop after it gave up the running bit.
 	testHookLoopEnd func()
 	// testHookBegin runs in iterate before the iteration publishes its
 	// context.

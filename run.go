@@ -9,13 +9,6 @@ import (
 // of a timer callback that owns the running bit, from the first iteration to
 // the last, and how Suspend reaches the context of the iteration in flight.
 
-// run is the iteration in flight: the version it runs for and the cancel
-// function of its context.
-type run struct {
-	version uint32
-	cancel  context.CancelFunc
-}
-
 // start is a timer callback for version v: it either runs the Func, leaves
 // a reservation for the run in flight, or finds itself stale.
 func (t *Trigger) start(v uint32) {
@@ -27,18 +20,18 @@ func (t *Trigger) start(v uint32) {
 		}
 		if t.state.CompareAndSwap(s, n) {
 			if e == entryRun {
-				t.loop(v)
+				t.loop()
 			}
 			return
 		}
 	}
 }
 
-// loop runs the Func for version v, then again for as long as runs were
-// reserved meanwhile, and arms the next timer if the last run asked for one.
-// The caller holds the running bit; loop gives it up on every way out,
-// including a panic or runtime.Goexit in the Func.
-func (t *Trigger) loop(v uint32) {
+// loop runs the Func, then again for as long as runs were reserved
+// meanwhile, and arms the next timer if the last run asked for one and was
+// not superseded. The caller holds the running bit; loop gives it up on
+// every way out, including a panic or runtime.Goexit in the Func.
+func (t *Trigger) loop() {
 	normal := false
 	defer func() {
 		if !normal {
@@ -46,10 +39,9 @@ func (t *Trigger) loop(v uint32) {
 		}
 	}()
 	for {
-		next, ok := t.iterate(v)
-		s, x := t.finish(v, ok)
+		next, ok := t.iterate()
+		s, x := t.finish(ok)
 		if x == exitAgain {
-			v = version(s)
 			continue
 		}
 		// The running bit is given up: from here on, abort would take it
@@ -58,35 +50,18 @@ func (t *Trigger) loop(v uint32) {
 		if testHookLoopEnd != nil {
 			testHookLoopEnd()
 		}
-		t.forgetLate()
 		if x == exitArm {
-			t.arm(version(s), next)
+			t.rearm(version(s), next)
 		}
 		return
 	}
 }
 
-// forgetLate drops what cancelBefore recorded for an iteration that will not
-// begin, once the loop has given up the running bit. If another loop has
-// taken the bit meanwhile, a record is for that loop's first iteration and
-// stays: cancelBefore sets records only while the bit is set, and both hold
-// runMu, so the check and the drop are one step for it.
-func (t *Trigger) forgetLate() {
-	t.runMu.Lock()
-	if !running(t.state.Load()) {
-		t.hasLate = false
-	}
-	t.runMu.Unlock()
-}
-
 // iterate runs the Func once with a fresh context.
-func (t *Trigger) iterate(v uint32) (next time.Duration, ok bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	if testHookBegin != nil {
-		testHookBegin()
-	}
-	t.begin(v, cancel)
-	defer t.end(cancel)
+func (t *Trigger) iterate() (next time.Duration, ok bool) {
+	ctx := new(runContext)
+	t.begin(ctx)
+	defer t.end(ctx)
 	if t.onPanic != nil {
 		defer func() {
 			if r := recover(); r != nil {
@@ -99,10 +74,10 @@ func (t *Trigger) iterate(v uint32) (next time.Duration, ok bool) {
 }
 
 // finish publishes the end of an iteration (see finish in state.go).
-func (t *Trigger) finish(v uint32, ok bool) (uint32, exit) {
+func (t *Trigger) finish(ok bool) (uint32, exit) {
 	for {
 		s := t.state.Load()
-		n, x := finish(s, v, ok)
+		n, x := finish(s, ok)
 		if t.state.CompareAndSwap(s, n) {
 			return n, x
 		}
@@ -116,53 +91,65 @@ func (t *Trigger) abort() {
 		s := t.state.Load()
 		n, x := abort(s)
 		if t.state.CompareAndSwap(s, n) {
-			t.forgetLate()
 			if x == exitArm {
-				t.arm(version(n), 0)
+				t.rearm(version(n), 0)
 			}
 			return
 		}
 	}
 }
 
-// begin publishes the context of an iteration that runs for version v.
-func (t *Trigger) begin(v uint32, cancel context.CancelFunc) {
-	t.runMu.Lock()
-	defer t.runMu.Unlock()
-	t.cur = run{version: v, cancel: cancel}
-	if t.hasLate && newer(t.late, v) {
-		cancel()
-	}
-	t.hasLate = false
-}
-
-// end withdraws the context published by begin and releases it.
-func (t *Trigger) end(cancel context.CancelFunc) {
-	t.runMu.Lock()
-	t.cur = run{}
-	t.runMu.Unlock()
-	cancel()
-}
-
-// cancelBefore cancels the context of the iteration in flight if it runs for
-// a version older than v (the version of a Suspend).
-func (t *Trigger) cancelBefore(v uint32) {
-	t.runMu.Lock()
-	defer t.runMu.Unlock()
-	if t.cur.cancel == nil {
-		// The running bit was set when Suspend published v, but no
-		// iteration has published its context: the next one has not begun
-		// yet, and begin cancels it. Unless the loop has ended meanwhile:
-		// then there is nothing to cancel, and a record left behind could
-		// cancel an unrelated run once the version has moved half the
-		// version space on. The loop clears the record as it ends (see
-		// forgetLate), so a Suspend that comes later must not set it.
-		if running(t.state.Load()) {
-			t.late, t.hasLate = v, true
+// rearm is arm on the running goroutine, for the next run the Func asked
+// for or for a fire made during a run that panicked. A Scheduler that
+// panics there (a stopped wheel.Wheel does) has armed nothing, and no caller
+// of the Trigger is on this goroutine to receive the panic: the Trigger
+// rests, as if the arming had been superseded, and the panic goes to the
+// panic handler if there is one.
+func (t *Trigger) rearm(v uint32, d time.Duration) {
+	defer func() {
+		if r := recover(); r != nil && t.onPanic != nil {
+			t.onPanic(r)
 		}
-		return
+	}()
+	t.arm(v, d)
+}
+
+// begin publishes the context of the iteration that is about to begin, and
+// cancels it at once if a Suspend has come since the iteration took the
+// running bit. The store of cur comes before the load of the state, and a
+// Suspend's compare-and-swap comes before its load of cur (see cancelRun):
+// Go's atomics are sequentially consistent, so at least one of the two sees
+// the other's write, and the context is cancelled either here or there.
+func (t *Trigger) begin(ctx *runContext) {
+	if testHookBegin != nil {
+		testHookBegin()
 	}
-	if newer(v, t.cur.version) {
-		t.cur.cancel()
+	t.cur.Store(ctx)
+	if canceled(t.state.Load()) {
+		ctx.cancel()
 	}
 }
+
+// end withdraws the context published by begin and cancels it, as a
+// request's context is cancelled when its handler returns. It comes before
+// the compare-and-swap of finish or abort that clears the canceled bit.
+func (t *Trigger) end(ctx *runContext) {
+	t.cur.Store(nil)
+	ctx.cancel()
+}
+
+// cancelRun is called by a Suspend that published while a run was in flight:
+// it cancels the context of that run. The canceled bit, still set, says that
+// a Suspend has come since the iteration published in cur began: the bit is
+// cleared only by the running goroutine, as an iteration begins or the
+// loop ends, and cur is withdrawn (end) before either. An iteration that
+// began after this Suspend is cancelled only if another Suspend set the bit
+// again, which it would do itself; an iteration that has ended was
+// cancelled by end, so cancelling it again changes nothing.
+func (t *Trigger) cancelRun() {
+	if c := t.cur.Load(); c != nil && canceled(t.state.Load()) {
+		c.cancel()
+	}
+}
+
+var _ context.Context = (*runContext)(nil)

@@ -314,7 +314,7 @@ type slRun struct {
 // to 4 shots on RuntimeScheduler and 3 on the misbehaving Scheduler (4 take
 // more than 20 GB there); this takes minutes and a few gigabytes.
 func slRuns() []slRun {
-	const wrap = 0x3ffffffe
+	const wrap = versionMask - 1
 	good, bad := slModel{}, slModel{misbehave: true}
 	switch {
 	case os.Getenv("CIRCULATION_EXPLORE") == "full":
@@ -368,7 +368,7 @@ func TestExploreSlotMutants(t *testing.T) {
 	for _, mu := range slMutants {
 		t.Run(strings.ReplaceAll(mu.mutant, " ", "_"), func(t *testing.T) {
 			m := slModel{misbehave: mu.misbehave, mutant: mu.mutant}
-			_, trace := slExplore(m, slConfigs(0x3ffffffe, 3, 3, m))
+			_, trace := slExplore(m, slConfigs(versionMask-1, 3, 3, m))
 			switch {
 			case trace == "":
 				t.Fatalf("the explorer accepts the mutant %q", mu.mutant)

@@ -27,10 +27,8 @@ type Func func(ctx context.Context) (next time.Duration, ok bool)
 //
 // A Trigger must be created with Bind; the zero value is not usable. Its
 // methods are safe for concurrent use, including from inside the Func, and
-// none of them blocks except Stop. Fire and FireAfter take no lock: they
-// publish one compare-and-swap on a packed uint32 (see state.go). Suspend
-// does the same, and takes a lock for a moment only to cancel the context of
-// a run in flight.
+// none of them blocks except Stop. Fire, FireAfter and Suspend take no lock:
+// they publish one compare-and-swap on a packed uint32 (see state.go).
 type Trigger struct {
 	state   atomic.Uint32        // reserved | running | version; see state.go
 	pending atomic.Pointer[shot] // the timer of the latest arming, if any (see settle)
@@ -43,14 +41,10 @@ type Trigger struct {
 	recycle bool // shots are reused: sched is RuntimeScheduler, whose Stop is exact
 	onPanic func(recovered any)
 
-	// runMu guards the context of the iteration in flight. It is taken once
-	// at the start and once at the end of an iteration, once more as a
-	// loop ends, and by Suspend only when it finds a loop in flight: never
-	// by Fire.
-	runMu   sync.Mutex
-	cur     run    // the iteration in flight, written by the goroutine running f
-	late    uint32 // version of a Suspend that found the running bit set but cur empty
-	hasLate bool
+	// cur is the context of the iteration in flight, stored by the goroutine
+	// running f as the iteration begins and withdrawn as it ends; a Suspend
+	// that finds a run in flight loads it to cancel it (see cancelRun).
+	cur atomic.Pointer[runContext]
 
 	idleMu sync.Mutex
 	idle   chan struct{} // closed when live reaches zero while someone waits in Stop
@@ -128,14 +122,14 @@ func (t *Trigger) FireAfter(d time.Duration) {
 func (t *Trigger) Suspend() {
 	for {
 		s := t.state.Load()
-		n := advance(s)
+		n := suspend(s)
 		if t.state.CompareAndSwap(s, n) {
 			t.disarm(version(n))
 			if running(s) {
 				if testHookSuspend != nil {
 					testHookSuspend()
 				}
-				t.cancelBefore(version(n))
+				t.cancelRun()
 			}
 			return
 		}
@@ -144,8 +138,9 @@ func (t *Trigger) Suspend() {
 
 // Stop suspends the Trigger, then waits until no run is in flight and no
 // timer of the Trigger's is pending or executing. It returns nil then, or
-// ctx.Err() if ctx is done first. If the Trigger is fired while Stop waits,
-// Stop waits for that run too.
+// ctx.Err() if ctx is done first: with a ctx that is never done, such as
+// context.Background(), it always returns nil. If the Trigger is fired while
+// Stop waits, Stop waits for that run too.
 //
 // A stopped Trigger holds no goroutine and no timer, and it can be fired
 // again: Stop does not prevent later calls of Fire, so stop whatever calls

@@ -131,3 +131,46 @@ func TestTriggerStopAfterWheelStop(t *testing.T) {
 		require.NoError(t, tr.Stop(ctx), "the Trigger waits for a timer the wheel dropped")
 	})
 }
+
+// Stopping the wheel under a running Trigger crashes nothing, whichever
+// comes first: the run's request for its next iteration finds the wheel
+// stopped, the Trigger rests, its Stop returns nil, and the panic handler,
+// if there is one, hears of it.
+func TestWheelStoppedUnderRunningTrigger(t *testing.T) {
+	for _, handler := range []bool{true, false} {
+		name := "without panic handler"
+		if handler {
+			name = "with panic handler"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := wheel.New()
+				started, release := make(chan struct{}), make(chan struct{})
+				var runs atomic.Int32
+				var handled atomic.Value
+				var opts []circulation.Option
+				if handler {
+					opts = append(opts, circulation.WithPanicHandler(func(r any) { handled.Store(r) }))
+				}
+				tr := circulation.Bind(w, func(context.Context) (time.Duration, bool) {
+					if runs.Add(1) == 1 {
+						close(started)
+						<-release
+					}
+					return time.Second, true
+				}, opts...)
+				tr.Fire()
+				<-started
+				w.Stop()
+				close(release) // the run asks for its next iteration: (1s, true)
+				synctest.Wait()
+				require.NoError(t, tr.Stop(context.Background()))
+				time.Sleep(time.Minute)
+				assert.EqualValues(t, 1, runs.Load())
+				if handler {
+					assert.Equal(t, "wheel: AfterFunc on stopped Wheel", handled.Load())
+				}
+			})
+		})
+	}
+}
