@@ -140,7 +140,8 @@ func TestUnreachable(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		dsn := b.dsn(t)
 		db := openDB(t, b.driver, dsn)
-		s, err := sqlstore.New(ctx, db, b.dialect, sqlstore.WithTable(tableFor(t)))
+		// Finish retries for a lease: a short one.
+		s, err := sqlstore.New(ctx, db, b.dialect, sqlstore.WithTable(tableFor(t)), sqlstore.WithLease(200*time.Millisecond))
 		require.NoError(t, err)
 		db.Close()
 		err = s.Claim(ctx, running("j", 0, "a"))

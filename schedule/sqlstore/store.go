@@ -170,27 +170,58 @@ func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
 // if the slot was taken over by another node, or another attempt. A Finish
 // of a slot without a record claims it with r, so that a Missed or Skipped
 // slot can be recorded in one call. Finish may be repeated.
+//
+// While the database fails, Finish tries again, for up to Lease() or until
+// ctx is done: a claim left running would be taken over once its lease
+// expired, and its slot run again.
 func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
 	w, err := toRow(r)
 	if err != nil {
 		return err
 	}
-	n, err := s.exec(ctx, s.q.finish, w.job, w.due, w.node, w.attempt, w.reason, w.status, w.start, w.end, w.err)
-	if err != nil {
-		return fmt.Errorf("sqlstore: finishing %s at %v: %w", r.Job, r.Due, err)
-	}
-	if n == 0 {
-		switch err := s.Claim(ctx, r); {
-		case errors.Is(err, schedule.ErrClaimed):
-			return schedule.ErrLeaseLost
-		case err != nil:
-			return err
+	// An outcome lost to a short outage would leave the claim running,
+	// and its slot taken over and run again once the lease expired:
+	// Finish keeps trying for up to a lease.
+	deadline := time.Now().Add(s.opts.lease)
+	pause := 20 * time.Millisecond
+	for {
+		err = s.finish(ctx, r, w)
+		if err == nil || errors.Is(err, schedule.ErrLeaseLost) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
+			break
 		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		pause = min(2*pause, time.Second)
+	}
+	if err != nil {
+		return err
 	}
 	if s.finishes.Add(1)%pruneEvery == 0 {
 		// Pruning is housekeeping: the outcome is recorded, and the
 		// next pruning retries what this one could not do.
 		_, _ = s.Prune(ctx, r.Job)
+	}
+	return nil
+}
+
+// finish makes one attempt at Finish.
+func (s *Store) finish(ctx context.Context, r schedule.Record, w row) error {
+	n, err := s.exec(ctx, s.q.finish, w.job, w.due, w.node, w.attempt, w.reason, w.status, w.start, w.end, w.err)
+	if err != nil {
+		return fmt.Errorf("sqlstore: finishing %s at %v: %w", r.Job, r.Due, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	switch err := s.Claim(ctx, r); {
+	case errors.Is(err, schedule.ErrClaimed):
+		return schedule.ErrLeaseLost
+	case err != nil:
+		return err
 	}
 	return nil
 }
