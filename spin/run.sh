@@ -5,46 +5,89 @@
 # it, and so must lifting the one exclusion the model makes (EXCLUDE=0).
 # Needs spin and a C compiler (Debian: apt-get install -y spin gcc).
 # OPS (default 1) is the number of operations added to each situation:
-# OPS=1 takes about 20 seconds in all (860 thousand states per correct
-# run); OPS=2 is out of reach of a 4 GB memory limit.
+# OPS=1 takes about 20 seconds of CPU in all, most of it compiling, run
+# JOBS (default: the number of CPUs) at a time; a correct run stores about
+# 860 thousand states. OPS=2 does not finish within a 4 GB memory limit.
 set -eu
 ops=${OPS:-1}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 1)}
 src=$(cd "$(dirname "$0")" && pwd)/state.pml
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
-cp "$src" .
 
-# verify runs spin with the given -D flags and prints pan's summary line
-# and its count of stored states.
+# The checks: the -D flags each is compiled with, and whether spin must
+# find it correct (pass) or find a violation (fail).
+checks="
+START=0 pass
+START=30 pass
+START=30,EXCLUDE=0 fail
+START=30,MUTANT=1 fail
+START=30,MUTANT=2 fail
+START=30,MUTANT=3 fail
+START=30,MUTANT=4 fail
+START=30,MUTANT=5 fail
+START=30,MUTANT=6 fail
+START=30,MUTANT=7 fail
+START=30,MUTANT=8 fail
+START=30,MUTANT=9 fail
+START=30,MUTANT=10 fail
+START=30,MUTANT=11 fail
+"
+
+# dflags turns comma-separated flags into spin's -D options.
+dflags() {
+	echo "$1" | sed 's/^/-D/; s/,/ -D/g'
+}
+
+# verify runs spin in the directory $1 with OPS and the flags $2
+# (comma-separated) and leaves pan's summary line and its count of stored
+# states in $1/verdict, its whole output in $1/out.
 verify() {
-	spin "$@" -a state.pml >/dev/null
+	mkdir "$1"
+	cd "$1"
+	cp "$src" state.pml
+	spin -DOPS="$ops" $(dflags "$2") -a state.pml >/dev/null
 	# -O0 compiles in a second; the small runs gain nothing from -O2.
 	gcc "-O${CFLAGS_OPT:-0}" -DSAFETY -DMEMLIM=4096 -DCOLLAPSE -o pan pan.c
 	./pan -m10000 >out 2>&1 || true
 	if grep -q 'max search depth too small' out; then
-		echo "search depth too small"
-		return
+		echo "search depth too small" >verdict
+	else
+		printf '%s, %s states\n' "$(grep -o 'errors: [0-9]*' out)" \
+			"$(awk '/states, stored/ {print $1}' out)" >verdict
 	fi
-	printf '%s, %s states\n' "$(grep -o 'errors: [0-9]*' out)" "$(awk '/states, stored/ {print $1}' out)"
 }
 
-status=0
-for start in 0 30; do
-	r=$(verify -DOPS="$ops" -DSTART="$start")
-	echo "spin: OPS=$ops START=$start: $r"
-	case $r in
-	"errors: 0,"*) ;;
-	*) cat out; status=1 ;;
-	esac
+n=0
+for c in $(echo "$checks" | tr ' ' '/'); do
+	n=$((n + 1))
+	(verify "$tmp/$n" "${c%/*}") &
+	if [ $((n % jobs)) -eq 0 ]; then
+		wait
+	fi
 done
-for m in EXCLUDE=0 MUTANT=1 MUTANT=2 MUTANT=3 MUTANT=4 MUTANT=5 MUTANT=6 \
-	MUTANT=7 MUTANT=8 MUTANT=9 MUTANT=10 MUTANT=11; do
-	r=$(verify -DOPS="$ops" -DSTART=30 -D"$m")
-	echo "spin: OPS=$ops START=30 $m (must fail): $r"
-	case $r in
-	"errors: "[1-9]*) ;;
-	*) cat out; status=1 ;; # no violation found, or no verdict at all
+wait
+
+status=0
+n=0
+for c in $(echo "$checks" | tr ' ' '/'); do
+	flags=${c%/*} want=${c#*/}
+	n=$((n + 1))
+	r=$(cat "$tmp/$n/verdict" 2>/dev/null || echo "no verdict")
+	case $want/$r in
+	pass/"errors: 0,"*)
+		echo "spin: OPS=$ops $flags: $r" ;;
+	fail/"errors: "[1-9]*)
+		echo "spin: OPS=$ops $flags (must fail): $r" ;;
+	*) # a violation, no violation where one was due, or no verdict at all
+		echo "spin: OPS=$ops $flags (must $want): $r"
+		cat "$tmp/$n/out" 2>/dev/null || true
+		if [ -f "$tmp/$n/state.pml.trail" ]; then
+			echo "the end of the violating run:"
+			(cd "$tmp/$n" && spin -DOPS="$ops" $(dflags "$flags") -t -p state.pml | grep -E '^ *[0-9]+:|assert' | tail -40)
+		fi
+		status=1 ;;
 	esac
 done
 exit $status
