@@ -1,0 +1,298 @@
+package cron_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/cron"
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// A ledger records the runs of a Table's handlers.
+type ledger struct {
+	mu       sync.Mutex
+	runs     []ledgerRun
+	inFlight map[string]int
+	overlaps int
+}
+
+type ledgerRun struct {
+	task, handler, business string
+	due, start              time.Time
+	reason                  schedule.Reason
+	cancelled               bool
+}
+
+// handler returns a Handler named name that takes d to run.
+func (l *ledger) handler(name string, d time.Duration) cron.Handler {
+	return func(ctx context.Context, business string, r schedule.Run) error {
+		l.mu.Lock()
+		if l.inFlight == nil {
+			l.inFlight = map[string]int{}
+		}
+		l.inFlight[r.Job]++
+		if l.inFlight[r.Job] > 1 {
+			l.overlaps++
+		}
+		i := len(l.runs)
+		l.runs = append(l.runs, ledgerRun{task: r.Job, handler: name, business: business, due: r.Due, start: time.Now(), reason: r.Reason})
+		l.mu.Unlock()
+		var err error
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		l.mu.Lock()
+		l.inFlight[r.Job]--
+		l.runs[i].cancelled = err != nil
+		l.mu.Unlock()
+		return err
+	}
+}
+
+func (l *ledger) of(task string) []ledgerRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []ledgerRun
+	for _, r := range l.runs {
+		if r.task == task {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func dues(rs []ledgerRun) []time.Time {
+	var out []time.Time
+	for _, r := range rs {
+		out = append(out, r.due)
+	}
+	return out
+}
+
+// task returns an enabled permanent task of handler h.
+func task(name, h, spec string) cron.Task {
+	return cron.Task{Name: name, Handler: h, BusinessID: "b-" + name, Spec: spec, Permanent: true, Enabled: true}
+}
+
+// Each definition that is not valid gets a *TaskError naming its field;
+// the valid ones are applied.
+func TestTableValidation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 0)}, cron.WithLocation(time.UTC))
+		defer tab.Stop(context.Background())
+		now := time.Now()
+		bad := func(mod func(*cron.Task)) cron.Task {
+			d := task("t", "h", "@hourly")
+			mod(&d)
+			return d
+		}
+		cases := map[string]cron.Task{
+			"name":     bad(func(d *cron.Task) { d.Name = "" }),
+			"handler":  bad(func(d *cron.Task) { d.Handler = "nobody" }),
+			"spec":     bad(func(d *cron.Task) { d.Spec = "61 * * * *" }),
+			"zone":     bad(func(d *cron.Task) { d.Zone = "Nowhere/Town" }),
+			"end":      bad(func(d *cron.Task) { d.Permanent = false }),
+			"misfire":  bad(func(d *cron.Task) { d.Misfire = "sometimes" }),
+			"end2":     bad(func(d *cron.Task) { d.End = now.Add(time.Hour) }),
+			"end3":     bad(func(d *cron.Task) { d.Permanent, d.Start, d.End = false, now.Add(time.Hour), now }),
+			"handler2": bad(func(d *cron.Task) { d.Handler = "" }),
+		}
+		for key, d := range cases {
+			d.Name += key
+			if key == "name" {
+				d.Name = ""
+			}
+			_, err := tab.Apply(context.Background(), []cron.Task{d, task("good", "h", "@hourly")})
+			var te *cron.TaskError
+			require.True(t, errors.As(err, &te), "%s: %v", key, err)
+			assert.Equal(t, key[:len(te.Field)], te.Field, "%s: %v", key, err)
+			assert.Contains(t, err.Error(), `cron: task "`+d.Name+`": `+te.Field+": ")
+		}
+		_, err := tab.Apply(context.Background(), []cron.Task{task("x", "h", "60 * * * *")})
+		assert.EqualError(t, err, `cron: task "x": spec: cron: minute "60": value 60 out of range 0-59`)
+		var pe *cron.ParseError
+		assert.True(t, errors.As(err, &pe))
+		_, err = tab.Apply(context.Background(), []cron.Task{task("x", "h", "@hourly"), task("x", "h", "@daily")})
+		assert.EqualError(t, err, `cron: task "x": name: defined twice`)
+	})
+}
+
+// Tasks run their handler with their business id at their times; Apply
+// changes only what changed, and a changed schedule takes effect at once.
+func TestTableApply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"a": l.handler("a", 0), "b": l.handler("b", 0)}, cron.WithLocation(time.UTC))
+		ctx := context.Background()
+		t0 := time.Now().UTC() // 2000-01-01 00:00:00 UTC in the bubble
+
+		defs := []cron.Task{task("one", "a", "*/10 * * * * *"), task("two", "a", "0 * * * * *"), task("off", "a", "* * * * * *")}
+		defs[2].Enabled = false
+		ch, err := tab.Apply(ctx, defs)
+		require.NoError(t, err)
+		assert.Equal(t, cron.Changes{Added: []string{"one", "two"}}, ch)
+		next, ok := tab.Next("one")
+		assert.True(t, ok)
+		assert.Equal(t, t0.Add(10*time.Second), next)
+		_, ok = tab.Next("off")
+		assert.False(t, ok)
+
+		time.Sleep(65 * time.Second)
+		synctest.Wait()
+		assert.Len(t, l.of("one"), 6)
+		assert.Len(t, l.of("two"), 1)
+		assert.Equal(t, "b-one", l.of("one")[0].business)
+
+		// The same set again: nothing changes.
+		ch, err = tab.Apply(ctx, defs)
+		require.NoError(t, err)
+		assert.Equal(t, cron.Changes{}, ch)
+
+		// A new spec takes effect at once; a new handler and business id
+		// from the next run.
+		defs[0].Spec = "*/2 * * * * *"
+		defs[1].Handler, defs[1].BusinessID = "b", "B2"
+		ch, err = tab.Apply(ctx, defs)
+		require.NoError(t, err)
+		assert.Equal(t, cron.Changes{Changed: []string{"one", "two"}}, ch)
+		next, _ = tab.Next("one")
+		assert.Equal(t, t0.Add(66*time.Second), next)
+
+		time.Sleep(60 * time.Second)
+		synctest.Wait()
+		runs := l.of("one")
+		assert.Len(t, runs, 6+30)
+		for _, r := range runs[6:] {
+			assert.Zero(t, r.due.Second()%2, "%v", r.due)
+		}
+		two := l.of("two")
+		require.Len(t, two, 2)
+		assert.Equal(t, "b", two[1].handler)
+		assert.Equal(t, "B2", two[1].business)
+
+		require.NoError(t, tab.Stop(ctx))
+		_, err = tab.Apply(ctx, defs)
+		assert.ErrorIs(t, err, cron.ErrTableStopped)
+		assert.Zero(t, l.overlaps)
+	})
+}
+
+// A removed task stops: Apply waits for its run in flight, which is not
+// cancelled, and no slot falls due after it.
+func TestTableRemoveWaitsForTheRunInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"slow": l.handler("slow", 5*time.Second)}, cron.WithLocation(time.UTC))
+		ctx := context.Background()
+		_, err := tab.Apply(ctx, []cron.Task{task("s", "slow", "* * * * * *")})
+		require.NoError(t, err)
+		time.Sleep(1500 * time.Millisecond) // the run of 00:00:01 is in flight
+		start := time.Now()
+		ch, err := tab.Apply(ctx, nil)
+		require.NoError(t, err)
+		assert.Equal(t, cron.Changes{Removed: []string{"s"}}, ch)
+		assert.Equal(t, 4500*time.Millisecond, time.Since(start), "Apply returns when the run does")
+		runs := l.of("s")
+		require.Len(t, runs, 1)
+		assert.False(t, runs[0].cancelled)
+		time.Sleep(time.Minute)
+		assert.Len(t, l.of("s"), 1)
+		require.NoError(t, tab.Stop(ctx))
+	})
+}
+
+// A run-once task runs once, at the first time of its spec after its
+// start, and not again when reloaded, even by a new job; a windowed task
+// runs only inside its window.
+func TestTableOnceAndWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 0)}, cron.WithLocation(time.UTC))
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		once := task("once", "h", "*/5 * * * * *")
+		once.Once, once.Permanent, once.Start, once.End = true, false, t0.Add(12*time.Second), t0.Add(time.Hour)
+		window := task("window", "h", "* * * * * *")
+		window.Permanent, window.Start, window.End = false, t0.Add(10*time.Second), t0.Add(20*time.Second)
+		defs := []cron.Task{once, window}
+		_, err := tab.Apply(ctx, defs)
+		require.NoError(t, err)
+		time.Sleep(30 * time.Second)
+		// A new overlap policy gives the task a new job; it must not run
+		// the once task again.
+		defs[0].Overlap = true
+		_, err = tab.Apply(ctx, defs)
+		require.NoError(t, err)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []time.Time{t0.Add(15 * time.Second)}, dues(l.of("once")))
+		var want []time.Time
+		for s := 10; s <= 20; s++ {
+			want = append(want, t0.Add(time.Duration(s)*time.Second))
+		}
+		assert.Equal(t, want, dues(l.of("window")))
+		next, ok := tab.Next("window")
+		assert.True(t, ok)
+		assert.Zero(t, next, "the window has ended")
+		require.NoError(t, tab.Stop(ctx))
+	})
+}
+
+// Reloads that replace a task's job over and over, or change its times,
+// while it runs, never run a slot twice nor lose one: every second of the
+// spec runs exactly once, those that fall due while a job is replaced
+// caught up by the new one.
+func TestTableReloadNeverLosesOrDoublesARun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 1500*time.Millisecond)}, cron.WithLocation(time.UTC))
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		d := task("t", "h", "* * * * * *")
+		d.Overlap = true
+		policies := []string{"run-all", "run-once"} // a drain spans one slot at most (runs take 1.5s): both run it
+		for i := range 150 {
+			if i%3 == 2 {
+				d.Zone = map[string]string{"": "UTC", "UTC": ""}[d.Zone] // a new schedule, same times
+			} else {
+				d.Misfire = policies[i%2] // a new job
+			}
+			_, err := tab.Apply(ctx, []cron.Task{d})
+			require.NoError(t, err)
+			time.Sleep(time.Duration(300+i*137%1100) * time.Millisecond)
+		}
+		end := time.Now()
+		require.NoError(t, tab.Stop(ctx))
+		runs := l.of("t")
+		caughtUp := 0
+		for _, r := range runs {
+			if r.start.After(r.due) { // its slot fell due during a drain
+				caughtUp++
+			}
+		}
+		t.Logf("%d runs, %d of them started late, after a reload", len(runs), caughtUp)
+		assert.Positive(t, caughtUp, "no slot fell due while a job was replaced: the test tests less than it claims")
+		got := dues(runs)
+		slices.SortFunc(got, time.Time.Compare)
+		var want []time.Time
+		for s := t0.Add(time.Second); !s.After(end.Add(-time.Second)); s = s.Add(time.Second) {
+			want = append(want, s)
+		}
+		// The last second may or may not have started before Stop.
+		if len(got) == len(want)+1 {
+			want = append(want, want[len(want)-1].Add(time.Second))
+		}
+		assert.Equal(t, want, got)
+	})
+}
