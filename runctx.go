@@ -3,6 +3,7 @@ package circulation
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,11 +18,18 @@ import (
 // method lets the context package derive contexts from it without a
 // goroutine each, as it does from its own.
 type runContext struct {
-	mu    sync.Mutex
-	done  chan struct{}        // made by Done on demand; closed by cancel
-	err   error                // set once, by cancel
-	funcs map[*func()]struct{} // registered by AfterFunc until cancel runs them
+	state atomic.Uint32 // ctxCanceled | ctxWatched: lets cancel and Err skip mu when nobody watches
+
+	mu     sync.Mutex
+	done   chan struct{}        // made by Done on demand; closed once cancelled
+	closed bool                 // done is closed
+	funcs  map[*func()]struct{} // registered by AfterFunc until cancel runs them
 }
+
+const (
+	ctxCanceled uint32 = 1 << iota // cancel has begun: Err reports context.Canceled
+	ctxWatched                     // Done or AfterFunc was called: cancel must take mu
+)
 
 // Deadline reports that a run has no deadline.
 func (*runContext) Deadline() (time.Time, bool) { return time.Time{}, false }
@@ -32,8 +40,10 @@ func (c *runContext) Done() <-chan struct{} {
 	defer c.mu.Unlock()
 	if c.done == nil {
 		c.done = make(chan struct{})
-		if c.err != nil {
-			close(c.done)
+		// Either cancel's Or saw ctxWatched and closes done under mu,
+		// after this, or this Or sees ctxCanceled and closes it here.
+		if c.state.Or(ctxWatched)&ctxCanceled != 0 {
+			c.close()
 		}
 	}
 	return c.done
@@ -41,9 +51,10 @@ func (c *runContext) Done() <-chan struct{} {
 
 // Err returns nil until the run is cancelled, then context.Canceled.
 func (c *runContext) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	if c.state.Load()&ctxCanceled != 0 {
+		return context.Canceled
+	}
+	return nil
 }
 
 // Value returns nil: a run's context carries no values.
@@ -63,7 +74,7 @@ func (*runContext) String() string { return "circulation.run" }
 func (c *runContext) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil {
+	if c.state.Or(ctxWatched)&ctxCanceled != 0 {
 		go f()
 		return func() bool { return false }
 	}
@@ -81,23 +92,32 @@ func (c *runContext) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-// cancel cancels the context, unless it already is: Err and Done change
-// together, under mu. Then, with no lock held (they call Err), it calls the
-// functions registered with AfterFunc.
+// cancel cancels the context, unless it already is. If nobody has called
+// Done or AfterFunc, that is one atomic operation. Otherwise it closes Done
+// and, with no lock held (they call Err), calls the functions registered
+// with AfterFunc. Done and AfterFunc set ctxWatched under mu before they
+// look for ctxCanceled, so one of the two sides always sees the other.
 func (c *runContext) cancel() {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
+	old := c.state.Or(ctxCanceled)
+	if old&ctxCanceled != 0 || old&ctxWatched == 0 {
 		return
 	}
-	c.err = context.Canceled
+	c.mu.Lock()
 	if c.done != nil {
-		close(c.done)
+		c.close()
 	}
 	funcs := c.funcs
 	c.funcs = nil
 	c.mu.Unlock()
 	for f := range funcs {
 		(*f)()
+	}
+}
+
+// close closes done once. The caller holds mu.
+func (c *runContext) close() {
+	if !c.closed {
+		close(c.done)
+		c.closed = true
 	}
 }

@@ -244,3 +244,22 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// BenchmarkFireAfterParallel arms a timer an hour away on one Trigger from
+// GOMAXPROCS goroutines at once: every call supersedes another's and stops
+// its timer.
+func BenchmarkFireAfterParallel(b *testing.B) {
+	for _, impl := range impls(nil) {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			f := impl.new()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					f.fireAfter(time.Hour)
+				}
+			})
+			b.StopTimer()
+			f.stop()
+		})
+	}
+}
