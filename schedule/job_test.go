@@ -121,4 +121,3 @@ func TestOverlapAllow(t *testing.T) {
 		assert.Equal(t, 2, l.maxRun)
 	})
 }
-

@@ -392,6 +392,9 @@ func outcome(ctx, runCtx context.Context, timeout time.Duration, err error) (Sta
 		return Canceled, joinErr(cause.Error(), msg)
 	}
 	if runCtx.Err() == context.DeadlineExceeded {
+		if errors.Is(err, context.DeadlineExceeded) {
+			msg = "" // the Func passed on its context's error
+		}
 		return Failed, joinErr(fmt.Sprintf("schedule: run timed out after %v: %v", timeout, context.DeadlineExceeded), msg)
 	}
 	if err != nil {

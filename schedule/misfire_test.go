@@ -1,0 +1,186 @@
+package schedule_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation"
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// restart starts, at 5s, a 10s job whose store's last record is due at
+// -55s: the slots -50s to 0s were missed while it was down.
+func restart(t *testing.T, opts ...schedule.Option) (*journal, *schedule.Job) {
+	var l journal
+	store := schedule.NewMemoryStore(100)
+	require.NoError(t, store.Claim(context.Background(), schedule.Record{Job: "j", Due: at(-55 * time.Second), Status: schedule.Succeeded}))
+	time.Sleep(5 * time.Second)
+	opts = append(opts, schedule.WithStore(store), schedule.WithObserver(l.observe))
+	j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second), opts...)
+	start(t, j)
+	assert.Equal(t, at(10*time.Second), j.Next(), "Next is the first slot after now, whatever is caught up")
+	time.Sleep(12 * time.Second) // 17s
+	stop(t, j)
+	return &l, j
+}
+
+func TestMisfireRunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := restart(t)
+		assert.Equal(t, []string{
+			"-50s Missed CatchUp", "-40s Missed CatchUp", "-30s Missed CatchUp",
+			"-20s Missed CatchUp", "-10s Missed CatchUp",
+			"0s Succeeded CatchUp 5s-6s",
+			"10s Succeeded Scheduled 10s-11s",
+		}, l.summary())
+	})
+}
+
+func TestMisfireRunAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := restart(t, schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithCatchUpLimit(3))
+		assert.Equal(t, []string{
+			"-20s Missed CatchUp", "-10s Missed CatchUp", "0s Missed CatchUp", // beyond the limit
+			"-50s Succeeded CatchUp 5s-6s",
+			"-40s Succeeded CatchUp 6s-7s",
+			"-30s Succeeded CatchUp 7s-8s",
+			"10s Succeeded Scheduled 10s-11s",
+		}, l.summary())
+	})
+}
+
+func TestMisfireSkip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := restart(t, schedule.WithMisfire(schedule.MisfireSkip))
+		assert.Equal(t, []string{
+			"-50s Missed CatchUp", "-40s Missed CatchUp", "-30s Missed CatchUp",
+			"-20s Missed CatchUp", "-10s Missed CatchUp", "0s Missed CatchUp",
+			"10s Succeeded Scheduled 10s-11s",
+		}, l.summary())
+	})
+}
+
+// A run that starts within the grace period of its slot is on time.
+func TestMisfireGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := restart(t, schedule.WithGrace(5*time.Second), schedule.WithMisfire(schedule.MisfireSkip))
+		assert.Equal(t, []string{
+			"-50s Missed CatchUp", "-40s Missed CatchUp", "-30s Missed CatchUp",
+			"-20s Missed CatchUp", "-10s Missed CatchUp",
+			"0s Succeeded Scheduled 5s-6s",
+			"10s Succeeded Scheduled 10s-11s",
+		}, l.summary())
+	})
+}
+
+// A job with no record catches up nothing.
+func TestNewJobCatchesUpNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		time.Sleep(5 * time.Second)
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithStore(schedule.NewMemoryStore(10)), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(12 * time.Second)
+		stop(t, j)
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s"}, l.summary())
+	})
+}
+
+// A gap of a year of one-second slots is handled in a few calls of Next,
+// and reported up to the scan limit.
+func TestMisfireHugeGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := schedule.NewMemoryStore(10)
+		require.NoError(t, store.Claim(context.Background(), schedule.Record{Job: "j", Due: at(-365 * 24 * time.Hour)}))
+		c := &countingSchedule{s: schedule.Every(time.Second)}
+		j := schedule.NewJob("j", c, l.work(0), schedule.WithStore(store), schedule.WithObserver(l.observe))
+		time.Sleep(1500 * time.Millisecond)
+		start(t, j)
+		time.Sleep(time.Millisecond)
+		stop(t, j)
+		s := l.summary()
+		require.Len(t, s, 1001, "1000 slots reported Missed, the latest run")
+		assert.Contains(t, s, "1s Succeeded Scheduled 1.5s-1.5s", "on time: within the grace period")
+		assert.Equal(t, "-8759h59m59s Missed CatchUp", s[0])
+		assert.Less(t, c.n, 1200)
+	})
+}
+
+type countingSchedule struct {
+	s schedule.Schedule
+	n int
+}
+
+func (c *countingSchedule) Next(t time.Time) time.Time { c.n++; return c.s.Next(t) }
+
+// sleepy is a Scheduler whose timers stop while the machine sleeps, from
+// from to from+d, as the monotonic clock does (golang/go#35012): a timer
+// pending then fires d later than asked.
+type sleepy struct {
+	from time.Time
+	d    time.Duration
+}
+
+func (s sleepy) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	due := time.Now().Add(d)
+	if due.After(s.from) && time.Now().Before(s.from.Add(s.d)) {
+		due = due.Add(s.d)
+	}
+	return time.AfterFunc(time.Until(due), f)
+}
+
+// A machine that sleeps through slots: its job notices within a minute of
+// waking, and runs what the Misfire policy says, not a burst.
+func TestSleepIsNoticedWithinAMinute(t *testing.T) {
+	for _, tc := range []struct {
+		misfire schedule.Misfire
+		want    []string
+	}{
+		{schedule.MisfireRunOnce, []string{"10m0s Missed CatchUp", "20m0s Missed CatchUp", "30m0s Succeeded CatchUp 32m0s-32m1s"}},
+		{schedule.MisfireSkip, []string{"10m0s Missed CatchUp", "20m0s Missed CatchUp", "30m0s Missed CatchUp"}},
+		{schedule.MisfireRunAll, []string{"10m0s Succeeded CatchUp 32m0s-32m1s", "20m0s Succeeded CatchUp 32m1s-32m2s", "30m0s Succeeded CatchUp 32m2s-32m3s"}},
+	} {
+		t.Run(tc.misfire.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				// Asleep from 1m30s to 31m30s: the timer armed at 1m for
+				// 2m fires at 32m.
+				j := schedule.NewJob("j", schedule.Every(10*time.Minute), l.work(time.Second),
+					schedule.WithScheduler(sleepy{from: at(90 * time.Second), d: 30 * time.Minute}),
+					schedule.WithMisfire(tc.misfire), schedule.WithObserver(l.observe))
+				start(t, j)
+				time.Sleep(39 * time.Minute)
+				stop(t, j)
+				assert.Equal(t, tc.want, l.summary())
+			})
+		})
+	}
+}
+
+// early is a Scheduler whose timers fire early by a fraction, as they do
+// when the wall clock was set back: a job never runs a slot before its
+// due time by the wall clock.
+type early struct{}
+
+func (early) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	return time.AfterFunc(d-d/3, f) // d itself below 3ns
+}
+
+func TestEarlyTimersNeverRunASlotEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithScheduler(early{}), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(25 * time.Second)
+		stop(t, j)
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s", "20s Succeeded Scheduled 20s-21s"}, l.summary())
+	})
+}
