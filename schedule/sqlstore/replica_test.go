@@ -26,6 +26,9 @@ type replicaConfig struct {
 	Misfire schedule.Misfire
 	MinRun  time.Duration // each run lasts between MinRun and MaxRun
 	MaxRun  time.Duration
+	Slow    string // the node whose runs all last SlowRun
+	SlowRun time.Duration
+	Grace   time.Duration // WithGrace, if not zero
 }
 
 const replicaJob = "r"
@@ -60,6 +63,9 @@ func replica() error {
 		if c.MaxRun > c.MinRun {
 			d += rand.N(c.MaxRun - c.MinRun)
 		}
+		if c.Slow != "" && c.Slow == os.Getenv(envNode) {
+			d = c.SlowRun
+		}
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -70,12 +76,17 @@ func replica() error {
 		say("end %d %d", r.Due.UnixNano(), r.Reason)
 		return nil
 	}
-	j := schedule.NewJob(replicaJob, schedule.Every(c.Every), run,
+	opts := []schedule.Option{
 		schedule.WithStore(s), schedule.WithNode(os.Getenv(envNode)),
 		schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMisfire(c.Misfire),
 		schedule.WithObserver(func(r schedule.Record) {
 			say("rec %d %d %d %d", r.Due.UnixNano(), r.Status, r.Reason, r.Attempt)
-		}))
+		}),
+	}
+	if c.Grace != 0 {
+		opts = append(opts, schedule.WithGrace(c.Grace))
+	}
+	j := schedule.NewJob(replicaJob, schedule.Every(c.Every), run, opts...)
 	if err := j.Start(context.Background()); err != nil {
 		return err
 	}
@@ -120,7 +131,7 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, b backend, cfg replicaConfig) *cluster {
-	c := &cluster{t: t, b: b, dsn: b.dsn(t), table: tableFor(t), cfg: cfg}
+	c := &cluster{t: t, b: b, dsn: b.dsn(t), table: tableFor(t), cfg: cfg, notify: make(chan event, 100_000)}
 	newStore(t, b, c.dsn) // the schema, once
 	return c
 }
@@ -171,11 +182,14 @@ func (c *cluster) start(node string) *replicaProc {
 			}
 			c.mu.Lock()
 			c.events = append(c.events, e)
-			n := c.notify
-			c.mu.Unlock()
-			if n != nil {
-				n <- e
+			if c.notify != nil {
+				select {
+				case c.notify <- e:
+				default:
+					t.Errorf("%s: notify channel full", node)
+				}
 			}
+			c.mu.Unlock()
 		}
 	}()
 	select {
@@ -280,8 +294,8 @@ func (tl tally) checkNoneTwice(t *testing.T) {
 }
 
 // checkOnce fails t unless each of slots ran to its end exactly once and
-// reached an observer as Succeeded once, with the given reason.
-func (tl tally) checkOnce(t *testing.T, slots []int64, reason func(int64) schedule.Reason) {
+// reached an observer as Succeeded once, with the given reason, if ok.
+func (tl tally) checkOnce(t *testing.T, slots []int64, reason func(int64) (schedule.Reason, bool)) {
 	t.Helper()
 	for _, due := range slots {
 		ends := tl.ends[due]
@@ -289,7 +303,7 @@ func (tl tally) checkOnce(t *testing.T, slots []int64, reason func(int64) schedu
 			t.Errorf("slot %v ran to its end %d times; starts %v", time.Unix(0, due).UTC(), len(ends), tl.starts[due])
 			continue
 		}
-		if want := reason(due); ends[0].reason != want {
+		if want, ok := reason(due); ok && ends[0].reason != want {
 			t.Errorf("slot %v ran as %v, want %v", time.Unix(0, due).UTC(), ends[0].reason, want)
 		}
 		ok := 0
@@ -361,7 +375,7 @@ func TestReplicas(t *testing.T) {
 		slots := c.slotsBetween(from, to)
 		tl := tallyOf(c.snapshot())
 		tl.checkNoneTwice(t)
-		tl.checkOnce(t, slots, func(int64) schedule.Reason { return schedule.Scheduled })
+		tl.checkOnce(t, slots, func(int64) (schedule.Reason, bool) { return schedule.Scheduled, true })
 		c.checkStore(slots)
 		nodes := map[string]int{}
 		for _, due := range slots {
@@ -373,5 +387,218 @@ func TestReplicas(t *testing.T) {
 		if len(nodes) < 2 {
 			t.Errorf("one node ran every slot: %v", nodes)
 		}
+	})
+}
+
+// next waits for an event that match accepts, for up to d.
+func (c *cluster) next(d time.Duration, match func(event) bool) (event, bool) {
+	timeout := time.After(d)
+	for {
+		select {
+		case e := <-c.notify:
+			if match(e) {
+				return e, true
+			}
+		case <-timeout:
+			return event{}, false
+		}
+	}
+}
+
+// drain empties the notify channel.
+func (c *cluster) drain() {
+	for {
+		select {
+		case <-c.notify:
+		default:
+			return
+		}
+	}
+}
+
+// TestCrash kills a replica with SIGKILL in the middle of a run: another
+// replica takes the slot over once the lease expired, with Reason
+// Recovered and Attempt 2, and every other slot still runs once. The
+// victim's runs last 400ms, so that several are in flight when it dies:
+// all of them are taken over.
+func TestCrash(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const lease = time.Second
+		c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: lease,
+			MaxRun: 250 * time.Millisecond, Slow: "n0", SlowRun: 400 * time.Millisecond})
+		victim := c.start("n0")
+		c.start("n1")
+		c.start("n2")
+		from := time.Now()
+		time.Sleep(time.Second)
+		c.drain()
+		e, ok := c.next(5*time.Second, func(e event) bool {
+			return e.node == "n0" && e.kind == "start" && e.reason == schedule.Scheduled
+		})
+		if !ok {
+			t.Fatal("the victim ran no slot in 5s")
+		}
+		c.kill(victim)
+		killed := time.Now()
+		r, ok := c.next(10*lease, func(r event) bool {
+			return r.kind == "start" && r.due == e.due && r.reason == schedule.Recovered
+		})
+		if !ok {
+			t.Fatalf("slot %v not taken over within %v", time.Unix(0, e.due).UTC(), 10*lease)
+		}
+		takeover := r.at.Sub(killed)
+		t.Logf("taken over %v after the kill: %.2f leases of %v", takeover.Round(time.Millisecond), float64(takeover)/float64(lease), lease)
+		time.Sleep(time.Second)
+		to := time.Now().Add(-c.cfg.MaxRun)
+		for _, p := range c.procs[1:] {
+			c.stop(p)
+		}
+
+		tl := tallyOf(c.snapshot())
+		tl.checkNoneTwice(t)
+		// The victim's runs that did not end were all taken over.
+		lost := map[int64]bool{}
+		for due, es := range tl.starts {
+			if es[0].node == "n0" && len(tl.ends[due]) == 0 || len(tl.ends[due]) == 1 && tl.ends[due][0].reason == schedule.Recovered {
+				lost[due] = true
+			}
+		}
+		if !lost[e.due] {
+			t.Errorf("the killed slot %v is not among the recovered ones", time.Unix(0, e.due).UTC())
+		}
+		for due := range lost {
+			if n := len(tl.starts[due]); n != 2 {
+				t.Errorf("killed slot %v started %d times, want 2: %v", time.Unix(0, due).UTC(), n, tl.starts[due])
+			}
+		}
+		slots := c.slotsBetween(from, to)
+		tl.checkOnce(t, slots, func(due int64) (schedule.Reason, bool) {
+			if lost[due] {
+				return schedule.Recovered, true
+			}
+			return schedule.Scheduled, true
+		})
+		recs := c.checkStore(slots)
+		for due := range lost {
+			if r := recs[due]; r.Attempt != 2 || r.Node == "n0" || r.Reason != schedule.Recovered {
+				t.Errorf("killed slot's record: %+v", r)
+			}
+		}
+		t.Logf("%d slots; %d in flight on the killed replica, taken over", len(slots), len(lost))
+	})
+}
+
+// TestOutage stops PostgreSQL for 3s under three replicas: no run starts
+// without a claim, no slot runs twice, and once the database is back the
+// slots missed meanwhile run, each once, with Reason CatchUp
+// (MisfireRunAll). The lease outlasts the outage: Finish retries until the
+// database is back, so no claim is taken over.
+func TestOutage(t *testing.T) {
+	b := backends()[1]
+	needPostgres(t)
+	if pg.server == nil {
+		t.Skip("PostgreSQL is not the tests' own (SQLSTORE_PG_DSN): cannot stop it")
+	}
+	c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: 10 * time.Second,
+		Misfire: schedule.MisfireRunAll, MaxRun: 50 * time.Millisecond})
+	for i := range 3 {
+		c.start(fmt.Sprint("n", i))
+	}
+	from := time.Now()
+	time.Sleep(time.Second)
+	if err := pg.server.stop(); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	time.Sleep(3 * time.Second)
+	up0 := time.Now()
+	if err := pg.server.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("PostgreSQL down from %v to %v", down.Sub(from).Round(time.Millisecond), time.Since(from).Round(time.Millisecond))
+	time.Sleep(3 * time.Second)
+	to := time.Now().Add(-c.cfg.MaxRun)
+	for _, p := range c.procs {
+		c.stop(p)
+	}
+	tl := tallyOf(c.snapshot())
+	tl.checkNoneTwice(t)
+	slots := c.slotsBetween(from, to)
+	catchUps := 0
+	tl.checkOnce(t, slots, func(due int64) (schedule.Reason, bool) {
+		if d := time.Unix(0, due); d.After(down) && d.Before(up0) {
+			catchUps++
+			return schedule.CatchUp, true
+		}
+		return 0, false
+	})
+	c.checkStore(slots)
+	// No run started while the database was down.
+	for _, es := range tl.starts {
+		for _, e := range es {
+			if e.at.After(down) && e.at.Before(up0) {
+				t.Errorf("a run started while the database was down: %+v", e)
+			}
+		}
+	}
+	t.Logf("%d slots, %d of them caught up after the outage", len(slots), catchUps)
+}
+
+// TestRestart stops every replica, and starts one 5s later: the slots
+// missed meanwhile are caught up from the records by MisfireRunOnce: one
+// run for the latest slot, the others Missed. With a grace of 10ms, that
+// run is usually late, a CatchUp; it is Scheduled if the replica started
+// within 10ms of the slot.
+func TestRestart(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: 2 * time.Second,
+			Misfire: schedule.MisfireRunOnce, MaxRun: 50 * time.Millisecond, Grace: 10 * time.Millisecond})
+		for i := range 3 {
+			c.start(fmt.Sprint("n", i))
+		}
+		time.Sleep(time.Second)
+		for _, p := range c.procs {
+			c.stop(p)
+		}
+		last, err := newStore(t, b, c.dsn).Last(ctx, replicaJob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(c.snapshot())
+		time.Sleep(5 * time.Second)
+		c.start("n3")
+		ready := time.Now()
+		time.Sleep(time.Second)
+		to := time.Now().Add(-c.cfg.MaxRun)
+		c.stop(c.procs[len(c.procs)-1])
+
+		tl := tallyOf(c.snapshot()[before:])
+		tl.checkNoneTwice(t)
+		// The first slot run after the restart is the latest that had
+		// fallen due when the replica started.
+		var first int64
+		for due := range tl.starts {
+			if first == 0 || due < first {
+				first = due
+			}
+		}
+		if first == 0 || time.Unix(0, first).After(ready) {
+			t.Fatalf("first slot run after the restart: %v, the replica was ready at %v", time.Unix(0, first).UTC(), ready.UTC())
+		}
+		gap := c.slotsBetween(last.Due, time.Unix(0, first))
+		gap = gap[:len(gap)-1]
+		if len(gap) < 45 {
+			t.Fatalf("%d slots missed between %v and %v, want about 50", len(gap), last.Due.UTC(), time.Unix(0, first).UTC())
+		}
+		for _, due := range gap {
+			if rs := tl.recs[due]; len(rs) != 1 || rs[0].status != schedule.Missed {
+				t.Errorf("missed slot %v: records %v, want one Missed", time.Unix(0, due).UTC(), rs)
+			}
+		}
+		slots := c.slotsBetween(time.Unix(0, first-1), to)
+		tl.checkOnce(t, slots, func(int64) (schedule.Reason, bool) { return 0, false })
+		c.checkStore(slots)
+		t.Logf("%d slots missed while down; the latest, %v, ran as %v", len(gap)+1,
+			time.Unix(0, first).UTC().Format("15:04:05.0"), tl.starts[first][0].reason)
 	})
 }
