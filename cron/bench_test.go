@@ -38,7 +38,7 @@ func BenchmarkNext(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			nr, err := netresearch.NewParser(netresearch.Minute | netresearch.Hour | netresearch.Dom | netresearch.Month | netresearch.Dow | netresearch.DowOrDom).Parse(sp.spec)
+			nr, err := netresearch.MustNewParser(netresearch.Minute | netresearch.Hour | netresearch.Dom | netresearch.Month | netresearch.Dow | netresearch.DowOrDom).Parse(sp.spec)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func BenchmarkNext(b *testing.B) {
 func BenchmarkParse(b *testing.B) {
 	const spec = "0 */5 9-17 * * mon-fri"
 	p := robfig.NewParser(robfig.Second | robfig.Minute | robfig.Hour | robfig.Dom | robfig.Month | robfig.Dow)
-	np := netresearch.NewParser(netresearch.Second | netresearch.Minute | netresearch.Hour | netresearch.Dom | netresearch.Month | netresearch.Dow | netresearch.DowOrDom)
+	np := netresearch.MustNewParser(netresearch.Second | netresearch.Minute | netresearch.Hour | netresearch.Dom | netresearch.Month | netresearch.Dow | netresearch.DowOrDom)
 	for _, impl := range []struct {
 		name  string
 		parse func() error

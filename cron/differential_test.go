@@ -122,7 +122,7 @@ func dowFromStep(spec string) bool {
 func TestNextAgreesWithPeersInUTC(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	robfigParser := robfig.NewParser(robfig.SecondOptional | robfig.Minute | robfig.Hour | robfig.Dom | robfig.Month | robfig.Dow | robfig.Descriptor)
-	nrParser := netresearch.NewParser(netresearch.SecondOptional | netresearch.Minute | netresearch.Hour | netresearch.Dom | netresearch.Month | netresearch.Dow | netresearch.Descriptor | netresearch.DowOrDom)
+	nrParser := netresearch.MustNewParser(netresearch.SecondOptional | netresearch.Minute | netresearch.Hour | netresearch.Dom | netresearch.Month | netresearch.Dow | netresearch.Descriptor | netresearch.DowOrDom)
 	const specs, instants = 800, 50
 	var compared, differentStars, beyondHorizon, nrRejects int
 	for range specs {
