@@ -130,9 +130,23 @@ func (b *Backoff) next(d time.Duration, o outcome) time.Duration {
 // grow returns the interval that follows interval d after a failure:
 // d × Multiplier, at most Max. The product is taken in floating point and
 // compared with Max before it is converted back, so it cannot overflow.
+// With Multiplier above 1, growth always makes progress: where the product
+// truncates back to d (d of a few nanoseconds) or below it (d beyond 2^53
+// nanoseconds, where float64 rounds), the interval grows by 1ns. Multiplier
+// 1 keeps d exactly.
 func (b *Backoff) grow(d time.Duration) time.Duration {
-	if f := float64(d) * b.Multiplier; f < float64(b.Max) {
-		return time.Duration(f)
+	if b.Multiplier == 1 {
+		return d
+	}
+	f := float64(d) * b.Multiplier
+	if f >= float64(b.Max) {
+		return b.Max
+	}
+	if g := time.Duration(f); g > d {
+		return g
+	}
+	if d < b.Max {
+		return d + 1
 	}
 	return b.Max
 }

@@ -200,3 +200,35 @@ func TestBackoffValidated(t *testing.T) {
 		t.Errorf("zero Multiplier became %v, want 2", m)
 	}
 }
+
+// TestBackoffGrowsFromOneNanosecond: growth makes progress whenever
+// Multiplier > 1, even where the product rounds back down to the interval.
+func TestBackoffGrowsFromOneNanosecond(t *testing.T) {
+	for _, m := range []float64{1.5, 1.0001, math.Nextafter(1, 2)} {
+		b := Backoff{Base: 1, Max: 100, Multiplier: m}.validated()
+		d := b.Base
+		for i := 0; d < b.Max; i++ {
+			n := b.grow(d)
+			if n <= d {
+				t.Fatalf("Multiplier %v: grow(%v) = %v after %d steps: no progress", m, d, n, i)
+			}
+			d = n
+		}
+		if d != b.Max {
+			t.Fatalf("Multiplier %v: ended at %v, want Max %v", m, d, b.Max)
+		}
+	}
+	if got := (&Backoff{Base: 1, Max: 10, Multiplier: 1.5}).grow(1); got != 2 {
+		t.Errorf("grow(1ns) with Multiplier 1.5 = %v, want 2ns", got)
+	}
+	// Multiplier 1 keeps the interval exactly, even where float64 cannot
+	// hold it.
+	big := time.Duration(1<<53 + 1)
+	if got := (&Backoff{Base: 1, Max: math.MaxInt64, Multiplier: 1}).grow(big); got != big {
+		t.Errorf("grow(%d) with Multiplier 1 = %d", big, got)
+	}
+	// Growth never shrinks a huge interval that float64 rounds down.
+	if got := (&Backoff{Base: 1, Max: math.MaxInt64, Multiplier: 1.0000000001}).grow(big); got <= big {
+		t.Errorf("grow(%d) with Multiplier 1.0000000001 = %d", big, got)
+	}
+}
