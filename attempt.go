@@ -23,11 +23,9 @@ type attempt struct {
 	err   error                // set once, by cancel
 	funcs map[*func()]struct{} // registered by AfterFunc until cancel runs them
 
-	// Guarded by Supervisor.mu.
-	gen        uint64 // Supervisor.gen when it began
-	abandoned  bool   // timed out: the Supervisor no longer waits for it
-	superseded bool   // a Fire, FireAfter or Suspend came while it ran: its schedule is no longer the Supervisor's
-	canceled   bool   // Suspend or Stop cancelled it
+	// flags is written with Supervisor.mu held: by begin, and by end with
+	// what the coord knew of the attempt when it ended; goexit reads it.
+	flags attemptFlags
 }
 
 // Deadline reports when the attempt times out: its start plus the Timeout,
@@ -86,15 +84,15 @@ func (a *attempt) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-// cancel makes the attempt done with err, unless it already is: Err and
-// Done change together, under mu. Then, with no lock held (they call Err),
-// it calls the functions registered with AfterFunc. The Supervisor calls
-// cancel without holding its own mutex.
-func (a *attempt) cancel(err error) {
+// cancel makes the attempt done with err, unless it already is, and
+// reports whether it did: Err and Done change together, under mu. Then,
+// with no lock held (they call Err), it calls the functions registered with
+// AfterFunc. The Supervisor calls cancel without holding its own mutex.
+func (a *attempt) cancel(err error) bool {
 	a.mu.Lock()
 	if a.err != nil {
 		a.mu.Unlock()
-		return
+		return false
 	}
 	a.err = err
 	if a.done != nil {
@@ -106,4 +104,5 @@ func (a *attempt) cancel(err error) {
 	for f := range funcs {
 		(*f)()
 	}
+	return true
 }

@@ -15,19 +15,22 @@ type Stats struct {
 	Attempts  uint64 // attempts started
 	Successes uint64 // attempts that returned nil within their Timeout
 	Errors    uint64 // attempts that returned an error within their Timeout (permanent ones too), except those Canceled
-	Panics    uint64 // attempts that panicked or called runtime.Goexit within their Timeout
+	Panics    uint64 // attempts that panicked or called runtime.Goexit within their Timeout, except those Canceled
 	Timeouts  uint64 // attempts abandoned at their Timeout
-	Canceled  uint64 // attempts that returned an error after Suspend or Stop cancelled them: not failures
+	Canceled  uint64 // attempts that returned an error, panicked or called runtime.Goexit after Suspend or Stop cancelled their context: not failures
 	Skipped   uint64 // due attempts that did not start because an abandoned one was still running
 	Late      uint64 // abandoned attempts that have since returned (or panicked): their results are ignored
 
-	ConsecutiveFailures uint64        // timeouts, skips, errors and panics since the last success
+	ConsecutiveFailures uint64        // timeouts, skips, errors and panics since the last success (Canceled and Late attempts change nothing)
 	Delay               time.Duration // the delay drawn last; a Fire, FireAfter or Suspend may have overridden it
 	Running             bool          // an attempt is running, in time or abandoned
 }
 
 // Stats returns a snapshot of the Supervisor's counters. It takes no lock:
-// it never waits for an attempt, and an attempt never waits for it.
+// it never waits for an attempt, and an attempt never waits for it. It may
+// be called from anywhere, the task and the random source included: no
+// code but the Supervisor's own bookkeeping runs while the counters are
+// being written, and a write takes a few instructions.
 func (s *Supervisor) Stats() Stats {
 	c := &s.stats
 	for {
@@ -56,7 +59,8 @@ func (s *Supervisor) Stats() Stats {
 // counters hold a Supervisor's statistics as a sequence lock: they are
 // written only with Supervisor.mu held, between write and done, and read by
 // Stats without any lock, which retries until it has read them all between
-// two writes.
+// two writes. Nothing between write and done calls out of the Supervisor:
+// not the task, not the random source, not a Trigger or a Scheduler.
 type counters struct {
 	seq atomic.Uint64 // odd while a write is in progress
 

@@ -51,36 +51,52 @@ func (e *permanentError) Is(target error) bool { return target == ErrPermanent }
 //     ran is dropped with the schedule, and one made once Err reports the
 //     error starts the Supervisor again. A panic in the task (or
 //     runtime.Goexit) is recovered, counted in Panics and treated as an
-//     error. An attempt cancelled by Suspend or Stop is not a failure: if it
-//     then returns an error, it is counted in Canceled.
+//     error.
+//   - An attempt whose context Suspend or Stop cancelled before it returned
+//     is not a failure, whatever it then returns: an error, a permanent one
+//     included, a panic or runtime.Goexit counts in Canceled and nowhere
+//     else, and changes neither the interval nor Err. (One that returns nil
+//     counts as a success.) No Fire made after a Suspend is dropped: a
+//     permanent error returned before the Suspend is still reported by Err,
+//     but the schedule is the Suspend's and the calls' after it.
 //   - Fire and FireAfter follow the Trigger: the latest call wins, and an
 //     attempt that falls due while another runs starts right after it,
 //     without being counted as skipped. They supersede the backoff schedule,
-//     not the Timeout of the attempt in flight.
+//     not the Timeout of the attempt in flight. An attempt has begun when
+//     Stats counts it: a Fire that returns before then asks for that very
+//     attempt (the one the schedule was about to begin is dropped), and one
+//     that comes after asks for one more, right after it returns, even if
+//     it returns late.
 //
 // A Supervisor must be created with Supervise; the zero value is not
 // usable. Its methods are safe for concurrent use, including from inside
-// the task (but see Stop), and none of them blocks except Stop. Stats never
-// waits for an attempt.
+// the task and the random source (but see Stop), and none of them blocks
+// except Stop. Stats never waits, and takes no lock. Fire, FireAfter and
+// Suspend hold the Supervisor's mutex while they act on its Triggers, so a
+// Scheduler given with WithScheduler must not call them from inside its
+// AfterFunc or a Timer's Stop.
 //
 // An attempt that finishes in time costs no goroutine besides the one its
 // Scheduler runs it on: the task runs there, directly, and a second Trigger
 // (the watchdog, armed for Timeout) takes over only if it overstays.
 type Supervisor struct {
-	task   func(context.Context) error
-	policy Backoff        // validated
-	rand   func() float64 // called with mu held, so never concurrently
-	main   *Trigger       // runs the attempts, on its own goroutine, one at a time
-	watch  *Trigger       // times out the attempt in flight, then keeps the schedule while it overstays
+	task     func(context.Context) error
+	policy   Backoff        // validated
+	jittered bool           // policy draws random numbers (see random)
+	randMu   sync.Mutex     // held while rand runs, so that it never runs concurrently
+	rand     func() float64 // called without mu
+	main     *Trigger       // runs the attempts, on its own goroutine, one at a time
+	watch    *Trigger       // times out the attempt in flight, then keeps the schedule while it overstays
 
 	// mu guards the fields below and orders every update of stats. It is
-	// held only for bookkeeping, never while the task runs or while waiting.
+	// held for bookkeeping, and by Fire, FireAfter and Suspend while they
+	// act on main; never while the task or the random source runs, and
+	// never while waiting. See supervisor_coord.go.
 	mu       sync.Mutex
-	cur      *attempt      // the attempt in flight, in time or abandoned; written by round, read by tick and supersede
+	co       coord         // who keeps the schedule
+	cur      *attempt      // the attempt in flight while co.busy, for cancelling it
 	interval time.Duration // the delay rule's interval, before jitter
-	chain    bool          // the watchdog keeps the schedule: the attempt in flight was abandoned, and no Fire, FireAfter or Suspend came since
-	waiter   chan bool     // set by round after a late completion while chain is set: the watchdog sends true when the next attempt falls due, supersede sends false
-	gen      uint64        // counts the calls of supersede
+	waiter   chan bool     // while co.waiting: the waiting round's; buffered, sent to once, set to nil with it
 
 	stats counters
 	perm  atomic.Pointer[error] // the permanent error that stopped the Supervisor; cleared when the next attempt starts
@@ -114,8 +130,14 @@ func WithScheduler(s Scheduler) SuperviseOption {
 // WithRand makes the Supervisor draw the random numbers of its jitter from
 // f, which must return numbers in [0, 1): the Float64 method of a
 // *rand.Rand from math/rand/v2 with a fixed seed, or a constant in tests.
-// The Supervisor never calls f concurrently with itself. Without it, or
-// with a nil f, it uses math/rand/v2's Float64.
+// Without it, or with a nil f, it uses math/rand/v2's Float64.
+//
+// The Supervisor never calls f concurrently with itself, and calls it
+// holding none of its own locks, so f may call the Supervisor's methods.
+// It calls f only with a policy that has jitter, once as each attempt ends
+// and once each time the watchdog runs (at a Timeout, and at each due time
+// while an attempt overstays); the delay those lead to, if any, uses that
+// number.
 func WithRand(f func() float64) SuperviseOption {
 	return superviseOptionFunc(func(o *superviseOptions) { o.rand = f })
 }
@@ -137,6 +159,7 @@ func Supervise(task func(ctx context.Context) error, b Backoff, opts ...Supervis
 		o.rand = rand.Float64
 	}
 	s := &Supervisor{task: task, policy: b.validated(), rand: o.rand}
+	s.jittered = s.policy.Jitter != 0 || s.policy.JitterMode == JitterFull
 	s.interval = s.policy.Base
 	s.main = Bind(o.sched, s.round)
 	s.watch = Bind(o.sched, s.tick)
@@ -151,6 +174,8 @@ func (s *Supervisor) Fire() { s.FireAfter(0) }
 // does. If an attempt is running when d has passed, the next one starts as
 // soon as it returns. An attempt in flight keeps its Timeout.
 func (s *Supervisor) FireAfter(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock() // also if the Scheduler panics
 	s.supersede(false)
 	s.main.FireAfter(d)
 }
@@ -160,8 +185,20 @@ func (s *Supervisor) FireAfter(d time.Duration) {
 // running, its context is cancelled and it is no longer timed out, but
 // Suspend does not wait for it to return: Stop does.
 func (s *Supervisor) Suspend() {
-	s.main.Suspend() // first: see begin
-	s.supersede(true)
+	if a := s.suspend(); a != nil {
+		a.cancel(context.Canceled) // without mu: see attempt.cancel
+	}
+}
+
+// suspend is Suspend's critical section. It returns the attempt to cancel,
+// if any.
+func (s *Supervisor) suspend() *attempt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.supersede(true) {
+		return s.cur
+	}
+	return nil
 }
 
 // Stop suspends the Supervisor, then waits until no attempt is running (an
@@ -182,7 +219,10 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 }
 
 // Err returns the permanent error that stopped the Supervisor, as the task
-// returned it, or nil. It is cleared when the next attempt starts.
+// returned it, or nil. It reports the error from the moment the attempt is
+// accounted for in Stats, and is cleared when the next attempt starts. An
+// attempt whose context Suspend or Stop cancelled before it returned never
+// sets it.
 func (s *Supervisor) Err() error {
 	if p := s.perm.Load(); p != nil {
 		return *p
@@ -190,49 +230,27 @@ func (s *Supervisor) Err() error {
 	return nil
 }
 
-// supersede is what Fire, FireAfter and Suspend do to the Supervisor's own
-// state. The watchdog stops keeping the schedule, a round waiting for it is
-// let go, and the attempt in flight is marked so that, if it times out, the
-// watchdog does not start a schedule of its own: the caller is about to give
-// the main Trigger one. With cancel (Suspend), the attempt is also cancelled
-// and no longer timed out.
-//
-// supersede runs before the caller acts on the main Trigger, so that any
-// attempt it does not mark begins after it, and ends with a schedule on the
-// main Trigger or the watchdog: never with none. The price is one narrow
-// race: an attempt of the old schedule whose round had started but not yet
-// begun when supersede ran is not marked, so if it overstays, the watchdog
-// keeps the old schedule until it returns (counting skips), and the attempt
-// the caller asked for may start up to one delay late.
-func (s *Supervisor) supersede(cancel bool) {
-	s.mu.Lock()
-	s.gen++
-	stop := s.chain
-	s.chain = false
-	if s.waiter != nil {
-		s.waiter <- false // buffered, and sent to only once: set to nil with it
+// supersede is what Fire, FireAfter and Suspend do before they give the
+// main Trigger its new schedule, with mu held: suspend the main Trigger
+// first, so that a round it started earlier and that has not begun its
+// attempt begins none (see begin), then hand the schedule back to it (see
+// coord.supersede). It reports whether the attempt in flight, s.cur, must
+// be cancelled.
+func (s *Supervisor) supersede(cancel bool) bool {
+	s.main.Suspend()
+	wake, cancelCur := s.co.supersede(cancel)
+	if wake {
+		s.waiter <- false
 		s.waiter = nil
 	}
-	var canceled *attempt
-	if a := s.cur; a != nil {
-		a.superseded = true
-		if cancel && !a.canceled {
-			a.canceled = true
-			canceled = a
-			stop = true
-		}
-	}
-	s.mu.Unlock()
-	if canceled != nil {
-		canceled.cancel(context.Canceled) // without mu: see attempt.cancel
-	}
-	if stop {
-		s.watch.Suspend()
-	}
+	return cancelCur
 }
 
 // round is the main Trigger's Func: one attempt.
 func (s *Supervisor) round(tctx context.Context) (time.Duration, bool) {
+	if testHookRound != nil {
+		testHookRound()
+	}
 	a := s.begin(tctx)
 	if a == nil {
 		return 0, false
@@ -240,21 +258,21 @@ func (s *Supervisor) round(tctx context.Context) (time.Duration, bool) {
 	if s.policy.Timeout > 0 {
 		s.watch.FireAfter(s.policy.Timeout)
 	}
-	err, panicked := s.call(tctx, a)
-	return s.end(tctx, a, err, panicked)
+	err, panicked := s.call(a)
+	return s.end(a, err, panicked)
 }
 
 // call runs the task, recovering a panic. The common path stays shallow:
 // a Trigger's callback runs on a fresh goroutine, whose stack would have to
 // grow if end ran inside the deferred function, at a cost larger than the
 // rest of the attempt.
-func (s *Supervisor) call(tctx context.Context, a *attempt) (err error, panicked bool) {
+func (s *Supervisor) call(a *attempt) (err error, panicked bool) {
 	returned := false
 	defer func() {
 		if recover() != nil {
 			panicked = true
 		} else if !returned {
-			s.goexit(tctx, a)
+			s.goexit(a)
 		}
 	}()
 	err = s.task(a)
@@ -264,23 +282,23 @@ func (s *Supervisor) call(tctx context.Context, a *attempt) (err error, panicked
 
 // goexit ends an attempt whose task called runtime.Goexit, which carries on
 // once the deferred call in call returns: the main Trigger never sees a
-// result, so goexit arms it, unless a Fire, FireAfter or Suspend has given
-// it a schedule since the attempt began. The main Trigger is running, so no
-// callback of its can start round while mu is held.
-func (s *Supervisor) goexit(tctx context.Context, a *attempt) {
-	if next, ok := s.end(tctx, a, nil, true); ok {
+// result, so goexit arms it, unless a Fire, FireAfter or Suspend has come
+// since the attempt began. It holds mu while it does, as they do: the main
+// Trigger is still running, so no round can begin meanwhile.
+func (s *Supervisor) goexit(a *attempt) {
+	if next, ok := s.end(a, nil, true); ok {
 		s.mu.Lock()
-		if s.gen == a.gen {
+		defer s.mu.Unlock()
+		if s.co.current(a.flags) {
 			s.main.FireAfter(next)
 		}
-		s.mu.Unlock()
 	}
 }
 
-// begin starts an attempt, or returns nil if the round's context is already
-// cancelled. Suspend cancels the main Trigger's context before it takes mu,
-// so a round that starts after Suspend's supersede sees it cancelled here,
-// and a round that starts before is marked and cancelled by it.
+// begin starts an attempt, or returns nil if a Fire, FireAfter or Suspend
+// has suspended the main Trigger since it started the round: it cancelled
+// tctx before it released mu, and the main Trigger ignores the round's
+// result. The attempt it asked for is a round of its own.
 func (s *Supervisor) begin(tctx context.Context) *attempt {
 	var deadline time.Time
 	if s.policy.Timeout > 0 {
@@ -288,85 +306,94 @@ func (s *Supervisor) begin(tctx context.Context) *attempt {
 	}
 	a := &attempt{deadline: deadline}
 	s.mu.Lock()
-	if tctx.Err() != nil {
+	if !s.co.begin(tctx.Err() != nil) {
 		s.mu.Unlock()
 		return nil
 	}
-	a.gen = s.gen
+	a.flags = s.co.cur
 	s.cur = a
 	c := s.stats.write()
 	c.attempts.Add(1)
 	c.running.Store(true)
 	c.done()
-	s.mu.Unlock()
 	if s.perm.Load() != nil {
 		s.perm.Store(nil)
 	}
+	s.mu.Unlock()
 	return a
 }
 
 // end accounts for an attempt whose task has returned (or panicked) and
 // returns what round returns to the main Trigger. Before it returns, the
 // watchdog is idle: no tick of this attempt can reach the next one.
-func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked bool) (time.Duration, bool) {
-	a.cancel(context.Canceled)
-	s.mu.Lock()
-	s.cur = nil
-	c := s.stats.write()
-	c.running.Store(false)
-	if a.abandoned {
-		// A late completion: it resets nothing. If the watchdog still
-		// keeps the schedule, wait for the next attempt's due time.
-		c.late.Add(1)
-		c.done()
-		if !s.chain {
-			s.mu.Unlock()
-			s.quiesce()
-			return 0, false
-		}
-		w := make(chan bool, 1)
-		s.waiter = w
-		s.mu.Unlock()
-		due := false
-		select {
-		case due = <-w:
-		case <-tctx.Done(): // Suspend or Stop
-		}
-		s.mu.Lock()
-		s.chain, s.waiter = false, nil
-		s.mu.Unlock()
-		s.quiesce()
-		return 0, due
+func (s *Supervisor) end(a *attempt, err error, panicked bool) (time.Duration, bool) {
+	ctxDone := !a.cancel(context.Canceled)
+	if testHookEnd != nil {
+		testHookEnd()
 	}
-	var delay time.Duration
-	ok := true
+	r := s.random() // before mu: f may call the Supervisor
+	res := returnedNil
 	switch {
 	case panicked:
-		c.panics.Add(1)
-		delay = s.fail(errored)
+		res = returnedPanic
 	case err == nil:
+	case errors.Is(err, ErrPermanent):
+		res = returnedPermanent
+	default:
+		res = returnedError
+	}
+	s.mu.Lock()
+	v, f := s.co.end(res, ctxDone)
+	a.flags = f
+	s.cur = nil
+	var (
+		delay time.Duration
+		ok    bool
+		w     chan bool
+	)
+	c := s.stats.write()
+	c.running.Store(false)
+	switch v {
+	case verdictLate:
+		c.late.Add(1)
+	case verdictLateWait:
+		c.late.Add(1)
+		w = make(chan bool, 1)
+		s.waiter = w
+	case verdictSuccess:
 		c.successes.Add(1)
 		c.consecutive.Store(0)
 		s.interval = s.policy.next(s.interval, succeeded)
-		delay = s.draw()
-	case errors.Is(err, ErrPermanent):
+		delay, ok = s.delay(r), true
+	case verdictError:
+		c.errors.Add(1)
+		delay, ok = s.fail(errored, r), true
+	case verdictPanic:
+		c.panics.Add(1)
+		delay, ok = s.fail(errored, r), true
+	case verdictPermanent, verdictPermanentSuspended:
 		c.errors.Add(1)
 		c.consecutive.Add(1)
-		// Suspend before Err reports the error: a Fire made once Err
-		// does starts the Supervisor again.
-		s.main.Suspend()
-		perm := err // allocated only on this path
-		s.perm.Store(&perm)
-		ok = false
-	case a.canceled:
-		c.canceled.Add(1)
-		ok = false // Suspend or Stop has superseded this round anyway
-	default:
-		c.errors.Add(1)
-		delay = s.fail(errored)
+	case verdictCanceled:
+		c.canceled.Add(1) // Suspend or Stop has superseded this round anyway
 	}
 	c.done()
+	if v == verdictPermanent || v == verdictPermanentSuspended {
+		// Suspend before Err reports the error, and before any Fire can
+		// come in after it: a Fire made once Err does starts the
+		// Supervisor again.
+		if v == verdictPermanent {
+			s.main.Suspend()
+		}
+		perm := err // allocated only on this path
+		s.perm.Store(&perm)
+	}
 	s.mu.Unlock()
+	if w != nil {
+		// The watchdog keeps the schedule: it sends true when the next
+		// attempt falls due, and supersede sends false.
+		ok = <-w
+	}
 	s.quiesce()
 	return delay, ok
 }
@@ -377,46 +404,34 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 // lets round go on when the next attempt falls due after the late one
 // returned.
 func (s *Supervisor) tick(context.Context) (time.Duration, bool) {
+	r := s.random() // before mu: f may call the Supervisor
 	s.mu.Lock()
-	d, ok, timedOut := s.due()
+	act, again := s.co.tick()
+	var (
+		d        time.Duration
+		timedOut *attempt
+	)
+	switch act {
+	case tickTimeout:
+		timedOut = s.cur
+		c := s.stats.write()
+		c.timeouts.Add(1)
+		d = s.fail(failed, r)
+		c.done()
+	case tickSkip:
+		c := s.stats.write()
+		c.skipped.Add(1)
+		d = s.fail(failed, r)
+		c.done()
+	case tickDue:
+		s.waiter <- true
+		s.waiter = nil
+	}
 	s.mu.Unlock()
 	if timedOut != nil {
 		timedOut.cancel(context.DeadlineExceeded) // without mu: see attempt.cancel
 	}
-	return d, ok
-}
-
-// due does tick's work with mu held. It returns the attempt it abandons, if
-// any, for tick to cancel.
-func (s *Supervisor) due() (time.Duration, bool, *attempt) {
-	a := s.cur
-	switch {
-	case a != nil && !a.abandoned:
-		if a.canceled {
-			return 0, false, nil
-		}
-		a.abandoned = true
-		c := s.stats.write()
-		c.timeouts.Add(1)
-		d := s.fail(failed)
-		c.done()
-		if a.superseded {
-			return 0, false, a // the main Trigger has a schedule of its own
-		}
-		s.chain = true
-		return d, true, a
-	case a != nil && s.chain:
-		c := s.stats.write()
-		c.skipped.Add(1)
-		d := s.fail(failed)
-		c.done()
-		return d, true, nil
-	case a == nil && s.chain && s.waiter != nil: // end sets waiter in the critical section that clears cur
-		s.chain = false
-		s.waiter <- true
-		s.waiter = nil
-	}
-	return 0, false, nil
+	return d, again
 }
 
 // quiesce stops the watchdog and waits for a tick in flight, which needs mu:
@@ -427,18 +442,31 @@ func (s *Supervisor) quiesce() {
 	}
 }
 
-// fail accounts for a failure: the interval follows the delay rule, and a
-// new delay is drawn. It runs with mu held, inside a stats write.
-func (s *Supervisor) fail(o outcome) time.Duration {
-	s.stats.consecutive.Add(1)
-	s.interval = s.policy.next(s.interval, o)
-	return s.draw()
+// random returns a random number for the next delay, from the random source
+// if the policy has jitter. It runs without mu, and outside every write of
+// stats, since the source may call the Supervisor.
+func (s *Supervisor) random() float64 {
+	if !s.jittered {
+		return 0 // unused: the delay rule applies no jitter
+	}
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	return s.rand()
 }
 
-// draw returns the delay for the current interval and records it. It runs
-// with mu held, inside a stats write.
-func (s *Supervisor) draw() time.Duration {
-	d := s.policy.delay(s.interval, s.rand())
+// fail accounts for a failure: the interval follows the delay rule, and a
+// new delay is drawn with the random number r. It runs with mu held, inside
+// a stats write.
+func (s *Supervisor) fail(o outcome, r float64) time.Duration {
+	s.stats.consecutive.Add(1)
+	s.interval = s.policy.next(s.interval, o)
+	return s.delay(r)
+}
+
+// delay returns the delay for the current interval and the random number r,
+// and records it. It runs with mu held, inside a stats write.
+func (s *Supervisor) delay(r float64) time.Duration {
+	d := s.policy.delay(s.interval, r)
 	s.stats.delay.Store(int64(d))
 	return d
 }
