@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if node := os.Getenv(envNode); node != "" {
+		// The test binary is the replica program too.
+		if err := replica(node, os.Getenv(envDSN)); err != nil {
+			fmt.Fprintf(os.Stderr, "replica %s: %v\n", node, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// TestRun runs the demonstration on SQLite: it ends within 10s, every
+// slot ran once, and the killed slot was taken over.
+func TestRun(t *testing.T) {
+	var out strings.Builder
+	start := time.Now()
+	if err := run(&out, ""); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v, want under 10s", d)
+	}
+	for _, want := range []string{"is killed (SIGKILL) mid-run", "takes the slot over", "each run to its end exactly once", "attempt 2, reason Recovered"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	t.Log("\n" + out.String())
+}

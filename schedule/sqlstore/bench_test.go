@@ -1,0 +1,102 @@
+package sqlstore_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
+)
+
+// BenchmarkClaimFinish measures a run's store work, a Claim and a Finish,
+// on the memory store (the baseline), SQLite and PostgreSQL, with one
+// replica and with three: three Stores on their own pools, as three
+// processes would have, all claiming every slot, the winner finishing it.
+// One op is one slot run; runs/s is the throughput.
+func BenchmarkClaimFinish(b *testing.B) {
+	type open func(b *testing.B) schedule.Store
+	bes := []struct {
+		name string
+		open func(b *testing.B) open
+	}{
+		{"Memory", func(b *testing.B) open {
+			m := schedule.NewMemoryStore(16)
+			return func(*testing.B) schedule.Store { return m }
+		}},
+	}
+	for _, be := range backends() {
+		bes = append(bes, struct {
+			name string
+			open func(b *testing.B) open
+		}{be.name, func(b *testing.B) open {
+			dsn := be.dsn(b)
+			return func(b *testing.B) schedule.Store { return newStore(b, be, dsn) }
+		}})
+	}
+	for _, be := range bes {
+		for _, replicas := range []int{1, 3} {
+			b.Run(fmt.Sprintf("%s/replicas=%d", be.name, replicas), func(b *testing.B) {
+				open := be.open(b)
+				stores := make([]schedule.Store, replicas)
+				for i := range stores {
+					stores[i] = open(b)
+				}
+				base := time.Now().Truncate(time.Second)
+				b.ReportAllocs()
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				for i, s := range stores {
+					node := fmt.Sprint("n", i)
+					wg.Go(func() {
+						for k := range b.N {
+							r := schedule.Record{Job: "bench", Due: base.Add(time.Duration(k) * time.Millisecond),
+								Status: schedule.Running, Start: time.Now(), Node: node, Attempt: 1}
+							switch err := s.Claim(ctx, r); {
+							case errors.Is(err, schedule.ErrClaimed):
+								continue
+							case err != nil:
+								b.Error(err)
+								return
+							}
+							r.Status, r.End = schedule.Succeeded, time.Now()
+							if err := s.Finish(ctx, r); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+			})
+		}
+	}
+}
+
+// BenchmarkReclaim measures a Reclaim that finds nothing to take over, as
+// each replica's job does every Lease().
+func BenchmarkReclaim(b *testing.B) {
+	for _, be := range backends() {
+		b.Run(be.name, func(b *testing.B) {
+			s := newStore(b, be, be.dsn(b), sqlstore.WithHistory(1000, 1000))
+			for i := range 100 {
+				r := running("j", i, "a")
+				r.Status = schedule.Succeeded
+				if err := s.Claim(ctx, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := s.Reclaim(ctx, "j", "b"); !errors.Is(err, schedule.ErrNoRecord) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
