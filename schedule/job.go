@@ -131,8 +131,8 @@ func (j *Job) Start(ctx context.Context) error {
 		if known || outage || j.cfg.lease != nil {
 			x := j.active(now)
 			x.outage = outage
-			if known {
-				x.last = last.Due
+			if known || outage {
+				x.last = last.Due // zero if the store failed: recoverOutage reads it again
 				x.floor = time.Time{}
 			}
 		}

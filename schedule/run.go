@@ -208,7 +208,7 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		for _, f := range x.runs {
 			f.cancel(errReplaced)
 		}
-		obs = j.dropQueueLocked(errReplaced)
+		obs = append(obs, j.dropQueueLocked(errReplaced)...)
 		x.queue = append(x.queue, runs...)
 	}
 	return obs
@@ -448,6 +448,9 @@ func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc,
 	j.mu.Lock()
 	x.outage = false
 	j.mu.Unlock()
+	if base.IsZero() {
+		return // no record anywhere: a new job catches up nothing
+	}
 	t := base
 	for range j.cfg.catchUp {
 		t = next(sched, t)
