@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,15 +17,17 @@ import (
 type Handler func(ctx context.Context, businessID string, r schedule.Run) error
 
 // A Table runs user-defined tasks, one schedule.Job each, and applies
-// changed sets of definitions while they run: Apply updates only what
+// changed sets of definitions while they run: Apply changes only what
 // changed.
 //
-// All its jobs share one Store, so that a job replaced by Apply (its
-// overlap or misfire policy changed) neither runs a slot its predecessor
-// ran nor misses one: the new job starts from the last record of the old.
+// All its jobs share one Store, so that a job that replaces another of the
+// same name neither runs a slot the other ran nor misses one: it starts
+// from the other's last record, under its misfire policy.
 //
-// A Table is safe for concurrent use. Its zero value is not usable: make
-// one with NewTable.
+// A Table is safe for concurrent use, from its Handlers too, except that a
+// Handler must not call Stop with a context that outlives it: Stop waits
+// for the Handler to return. Its zero value is not usable: make one with
+// NewTable.
 type Table struct {
 	handlers map[string]Handler
 	loc      *time.Location
@@ -33,16 +36,21 @@ type Table struct {
 
 	applyMu sync.Mutex // held by Apply and Stop: one at a time
 
-	mu      sync.Mutex // guards the fields below; Apply writes, Next reads
-	tasks   map[string]*entry
-	stopped bool
+	mu       sync.Mutex // guards the fields below
+	tasks    map[string]*entry
+	last     map[string]*entry // the latest entry of each name, in tasks or not
+	draining map[*entry]bool   // removed or replaced, until their job has stopped
+	stopped  bool
+	bg       sync.WaitGroup // drains, and starts waiting for them
 }
 
 // An entry is a task loaded in a Table: its job and its definition.
 type entry struct {
-	job  *schedule.Job
-	c    atomic.Pointer[compiled] // written by Apply, read by the job's runs
-	seen time.Time                // when the Table first loaded the task: a Once task's anchor
+	job     *schedule.Job
+	c       atomic.Pointer[compiled] // written by Apply, read by the job's runs
+	seen    time.Time                // when the Table first loaded the task: a Once task's anchor
+	stopped chan struct{}            // closed when the job has stopped, and after's has
+	after   *entry                   // the previous entry of the name, whose job must stop before this one starts
 }
 
 // Changes lists the tasks an Apply added, changed and removed, by name, in
@@ -54,44 +62,11 @@ type Changes struct {
 // ErrTableStopped is returned by Apply on a stopped Table.
 var ErrTableStopped = errors.New("cron: table stopped")
 
-// A TableOption configures a Table in NewTable.
-type TableOption interface {
-	apply(*Table)
-}
-
-type tableOption func(*Table)
-
-func (f tableOption) apply(t *Table) { f(t) }
-
-// WithLocation sets the zone in which the specs of tasks without a Zone
-// are read (default time.Local).
-func WithLocation(loc *time.Location) TableOption {
-	return tableOption(func(t *Table) {
-		if loc != nil {
-			t.loc = loc
-		}
-	})
-}
-
-// WithStore sets the Store of the tasks' records (default a
-// schedule.MemoryStore keeping 100 records per task). Tables of several
-// replicas sharing a Store run each slot once between them.
-func WithStore(s schedule.Store) TableOption {
-	return tableOption(func(t *Table) { t.store = track(s) })
-}
-
-// WithJobOptions adds options to every task's schedule.Job, such as
-// schedule.WithScheduler (one wheel for all tasks), schedule.WithObserver
-// or schedule.WithTimeout. The Table sets WithStore, WithOverlap and
-// WithMisfire itself: such options here are overridden.
-func WithJobOptions(opts ...schedule.Option) TableOption {
-	return tableOption(func(t *Table) { t.jobOpts = append(t.jobOpts, opts...) })
-}
-
 // NewTable returns an empty Table whose tasks run the given handlers, by
 // name. NewTable panics if a handler is nil.
 func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
-	t := &Table{handlers: make(map[string]Handler, len(handlers)), loc: time.Local, tasks: map[string]*entry{}}
+	t := &Table{handlers: make(map[string]Handler, len(handlers)), loc: time.Local,
+		tasks: map[string]*entry{}, last: map[string]*entry{}, draining: map[*entry]bool{}}
 	for name, h := range handlers {
 		if h == nil {
 			panic("cron: NewTable with a nil Handler " + strconv.Quote(name))
@@ -116,27 +91,22 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 //     times after now;
 //   - a task whose handler or business id changed runs with them from
 //     its next run;
-//   - a task whose overlap or misfire policy changed gets a new job, once
-//     the old one's run in flight has returned; the new one applies its
-//     misfire policy to the slots missed meanwhile;
 //   - a task that is absent or disabled stops: its slots stop falling
-//     due, Apply waits for its run in flight to return, not cancelled,
-//     and then stops its job.
+//     due at once, its run in flight goes on, not cancelled, and its job
+//     stops when that run has returned;
+//   - a task whose overlap or misfire policy changed gets a new job,
+//     which starts when the old one has stopped, as above, and applies
+//     its misfire policy to the slots missed meanwhile. So does a task
+//     removed and added again while its run is in flight.
 //
-// A definition that is not valid gets a *TaskError, joined with the others
-// in the returned error; the Table keeps running the task's previous
-// definition, if any. Apply returns when every change is made, or with
-// ctx.Err() if ctx is done first: the stops it was waiting for then cancel
-// their runs in flight. Calls to Apply run one at a time.
+// Apply does not wait for runs in flight. A definition that is not valid
+// gets a *TaskError, joined with the others in the returned error; the
+// Table keeps running the task's previous definition, if any. ctx bounds
+// the reads of the store by the jobs that start. Calls to Apply run one at
+// a time.
 func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
-	t.mu.Lock()
-	stopped := t.stopped
-	t.mu.Unlock()
-	if stopped {
-		return Changes{}, ErrTableStopped
-	}
 
 	var errs []error
 	want := map[string]*compiled{}
@@ -162,22 +132,13 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 
 	now := time.Now()
 	var ch Changes
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	fail := func(err error) {
-		errMu.Lock()
-		errs = append(errs, err)
-		errMu.Unlock()
-	}
+	var start []*entry // new jobs to start
 	t.mu.Lock()
-	names := slices.Sorted(func(yield func(string) bool) {
-		for name := range t.tasks {
-			if !yield(name) {
-				return
-			}
-		}
-	})
-	for _, name := range names {
+	if t.stopped {
+		t.mu.Unlock()
+		return Changes{}, ErrTableStopped
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.tasks)) {
 		e := t.tasks[name]
 		c, ok := want[name]
 		delete(want, name)
@@ -187,25 +148,11 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		case !ok:
 			ch.Removed = append(ch.Removed, name)
 			delete(t.tasks, name)
-			wg.Go(func() {
-				if err := t.drain(ctx, e); err != nil {
-					fail(err)
-				}
-			})
+			t.drainLocked(e)
 		case c.overlap != old.overlap || c.misfire != old.misfire:
 			ch.Changed = append(ch.Changed, name)
-			next := t.newEntry(c, e.seen)
-			t.tasks[name] = next
-			wg.Go(func() {
-				if err := t.drain(ctx, e); err != nil {
-					fail(err)
-				}
-				// Started even if ctx is done, since the old job is
-				// stopped: the task must go on.
-				if err := next.job.Start(context.WithoutCancel(ctx)); err != nil {
-					fail(&TaskError{Task: name, Field: "start", Err: err})
-				}
-			})
+			t.drainLocked(e)
+			start = append(start, t.newEntryLocked(c, e.seen))
 		case !sameSchedule(c.def, old.def):
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
@@ -215,30 +162,50 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			e.c.Store(c)
 		}
 	}
-	added := slices.Sorted(func(yield func(string) bool) {
-		for name := range want {
-			if !yield(name) {
-				return
-			}
-		}
-	})
-	for _, name := range added {
-		e := t.newEntry(want[name], now)
-		if err := e.job.Start(ctx); err != nil {
-			errs = append(errs, &TaskError{Task: name, Field: "start", Err: err})
-			continue
-		}
-		t.tasks[name] = e
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		start = append(start, t.newEntryLocked(want[name], now))
 		ch.Added = append(ch.Added, name)
 	}
+	for _, e := range start {
+		name := e.job.Name()
+		if e.after == nil {
+			// Started here, holding t.mu, so that no Stop or drain comes
+			// between. Start does not wait for runs.
+			if err := e.job.Start(ctx); err != nil {
+				errs = append(errs, &TaskError{Task: name, Field: "start", Err: err})
+				ch.Added = slices.DeleteFunc(ch.Added, func(n string) bool { return n == name })
+				delete(t.tasks, name)
+				close(e.stopped)
+			}
+			continue
+		}
+		t.bg.Go(func() {
+			<-e.after.stopped
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.tasks[name] == e && !t.stopped { // not drained or stopped meanwhile
+				_ = e.job.Start(context.WithoutCancel(ctx)) // fails only if started or stopped
+			}
+		})
+	}
 	t.mu.Unlock()
-	wg.Wait()
 	return ch, errors.Join(errs...)
 }
 
-// newEntry returns an entry, with its job not started, for c.
-func (t *Table) newEntry(c *compiled, seen time.Time) *entry {
-	e := &entry{seen: seen}
+// newEntryLocked makes an entry for c, with its job not started, the
+// task's in t.tasks. It is to start once the previous entry of the name, if
+// any, has stopped. The caller holds t.mu.
+func (t *Table) newEntryLocked(c *compiled, seen time.Time) *entry {
+	name := c.def.Name
+	e := &entry{seen: seen, stopped: make(chan struct{}), after: t.last[name]}
+	if e.after != nil {
+		select {
+		case <-e.after.stopped:
+			e.after = nil // long stopped: nothing to wait for
+		default:
+		}
+	}
+	t.tasks[name], t.last[name] = e, e
 	e.c.Store(c)
 	opts := append(slices.Clip(t.jobOpts),
 		schedule.WithStore(t.store.jobStore()), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))
@@ -249,16 +216,31 @@ func (t *Table) newEntry(c *compiled, seen time.Time) *entry {
 	return e
 }
 
-// drain stops e's slots from falling due, waits for its run in flight to
-// return, and stops its job.
-func (t *Table) drain(ctx context.Context, e *entry) error {
+// drainLocked stops e's slots from falling due and, in the background,
+// waits for its run in flight to return and stops its job. The caller
+// holds t.mu.
+func (t *Table) drainLocked(e *entry) {
 	e.job.Pause()
-	err := t.store.wait(ctx, e.job.Name())
-	return errors.Join(err, e.job.Stop(ctx))
+	t.draining[e] = true
+	t.bg.Go(func() {
+		if e.after != nil {
+			<-e.after.stopped // e's job may have been started after it
+		}
+		_ = t.store.wait(context.Background(), e.job.Name())
+		_ = e.job.Stop(context.Background()) // nothing in flight: returns at once
+		t.mu.Lock()
+		delete(t.draining, e)
+		if t.last[e.job.Name()] == e {
+			delete(t.last, e.job.Name())
+		}
+		t.mu.Unlock()
+		close(e.stopped)
+	})
 }
 
 // Next returns the time of the next run of the task name, and whether the
-// Table runs that task. It is the zero Time if the task has no run left.
+// Table runs that task. It is the zero Time if the task has no run left,
+// or its job waits for the job it replaces to stop.
 func (t *Table) Next(name string) (time.Time, bool) {
 	t.mu.Lock()
 	e, ok := t.tasks[name]
@@ -270,26 +252,37 @@ func (t *Table) Next(name string) (time.Time, bool) {
 }
 
 // Stop stops every task, as schedule.Job.Stop does: no slot falls due
-// any more, the runs in flight are cancelled, and Stop waits for them to
-// return, or for ctx. Apply then returns ErrTableStopped.
+// any more, the runs in flight are cancelled, also those of removed tasks,
+// and Stop waits for them to return. It returns nil then, or ctx.Err() if
+// ctx is done first. Apply then returns ErrTableStopped.
 func (t *Table) Stop(ctx context.Context) error {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
 	t.mu.Lock()
 	t.stopped = true
-	tasks := t.tasks
-	t.tasks = map[string]*entry{}
+	jobs := make([]*schedule.Job, 0, len(t.tasks)+len(t.draining))
+	for _, e := range t.tasks {
+		jobs = append(jobs, e.job)
+	}
+	for e := range t.draining {
+		jobs = append(jobs, e.job)
+	}
 	t.mu.Unlock()
 	var wg sync.WaitGroup
-	errs := make(chan error, len(tasks))
-	for _, e := range tasks {
-		wg.Go(func() { errs <- e.job.Stop(ctx) })
+	errs := make([]error, len(jobs))
+	for i, j := range jobs {
+		wg.Go(func() { errs[i] = j.Stop(ctx) })
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
+	bg := make(chan struct{})
+	go func() {
+		t.bg.Wait()
+		close(bg)
+	}()
+	select {
+	case <-bg:
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
 	}
-	return errors.Join(all...)
+	return errors.Join(errs...)
 }
