@@ -3,6 +3,8 @@ package cron_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -371,6 +373,55 @@ func TestTableReloadNeverLosesOrDoublesARun(t *testing.T) {
 		assert.Positive(t, late, "no slot fell due while a job was replaced: the test tests less than it claims")
 		for s := t0.Add(time.Second); s.Before(end.Add(-time.Second)); s = s.Add(time.Second) {
 			assert.Equal(t, 1, ran[s]+missed[s], "slot %v: ran %d times, missed %d", s, ran[s], missed[s])
+		}
+	})
+}
+
+// Concurrent Applies of random sets, while the tasks run and their
+// handlers read the Table, never make a task's runs overlap when its
+// definitions forbid it, even across the jobs that replace each other,
+// nor run a slot twice.
+func TestTableConcurrentApplies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		var tab *cron.Table
+		slow := l.handler("h", 1200*time.Millisecond)
+		h := func(ctx context.Context, business string, r schedule.Run) error {
+			tab.Next(r.Job)
+			return slow(ctx, business, r)
+		}
+		tab = cron.NewTable(map[string]cron.Handler{"h": h}, cron.WithLocation(time.UTC))
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		for g := range 3 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 7))
+				for range 60 {
+					var defs []cron.Task
+					for _, name := range []string{"a", "b", "c", "d"} {
+						d := task(name, "h", []string{"* * * * * *", "*/2 * * * * *", "*/3 * * * * *"}[r.IntN(3)])
+						d.Misfire = []string{"run-once", "skip", "run-all"}[r.IntN(3)]
+						d.Enabled = r.IntN(4) != 0
+						d.BusinessID = fmt.Sprint(r.IntN(2))
+						defs = append(defs, d)
+					}
+					_, err := tab.Apply(ctx, defs)
+					assert.NoError(t, err)
+					time.Sleep(time.Duration(r.IntN(1500)) * time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		require.NoError(t, tab.Stop(ctx))
+		assert.Zero(t, l.overlaps, "runs of a task that forbids overlaps overlapped")
+		for _, name := range []string{"a", "b", "c", "d"} {
+			runs := l.of(name)
+			seen := map[time.Time]bool{}
+			for _, r := range runs {
+				assert.False(t, seen[r.due], "%s: slot %v ran twice", name, r.due)
+				seen[r.due] = true
+			}
+			assert.NotEmpty(t, runs, name)
 		}
 	})
 }
