@@ -100,7 +100,7 @@ func (fd *field) parseItem(text, item string) (uint64, error) {
 		case n == 0:
 			return 0, fd.error(text, "zero step")
 		}
-		step = n
+		step = min(n, fd.max+1) // a longer step has the same values: the first
 	}
 	var lo, hi int
 	switch {

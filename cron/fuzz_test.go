@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 		"CRON_TZ=Australia/Lord_Howe 15 2 * * *", "TZ=America/Santiago @midnight",
 		"TZ= 1 * * * *", "59 23 31 12 fri", "0-59/59 0-23/23 1-31/30 1-12/11 0-7/7",
 		"1-2-3 * * * *", "*/ * * * *", "@every -1s", "TZ=UTC", "\x00 * * * *",
+		"*/9223372036854775807 * * * *", "0 0 1-31/99999999999999 * *",
 	} {
 		for _, at := range []int64{0, 1793430000, -62135596800, 1<<62 - 1, -1 << 62} {
 			f.Add(spec, at, int64(0))
