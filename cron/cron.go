@@ -16,8 +16,13 @@
 // job follows real time: it runs at every occurrence of its times, twice
 // in a repeated hour and not at all in a skipped one.
 //
-// The schedules are immutable and safe for concurrent use. See DESIGN.md
-// for how the rules were chosen and what other parsers do.
+// The schedules are immutable and safe for concurrent use.
+//
+// A Table runs tasks that users define, each a Task with a spec, a window,
+// run-once, overlap and missed-run policies and a named Handler, as
+// schedule.Jobs, and applies changed definitions while they run.
+//
+// See DESIGN.md for how the rules were chosen and what other parsers do.
 package cron
 
 import (

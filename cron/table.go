@@ -254,10 +254,10 @@ func (t *Table) Next(name string) (time.Time, bool) {
 // Stop stops every task, as schedule.Job.Stop does: no slot falls due
 // any more, the runs in flight are cancelled, also those of removed tasks,
 // and Stop waits for them to return. It returns nil then, or ctx.Err() if
-// ctx is done first. Apply then returns ErrTableStopped.
+// ctx is done first. Apply then returns ErrTableStopped, also when a
+// Handler that Stop cancelled calls it.
 func (t *Table) Stop(ctx context.Context) error {
-	t.applyMu.Lock()
-	defer t.applyMu.Unlock()
+	t.applyMu.Lock() // after the Apply in progress, if any
 	t.mu.Lock()
 	t.stopped = true
 	jobs := make([]*schedule.Job, 0, len(t.tasks)+len(t.draining))
@@ -268,6 +268,7 @@ func (t *Table) Stop(ctx context.Context) error {
 		jobs = append(jobs, e.job)
 	}
 	t.mu.Unlock()
+	t.applyMu.Unlock() // not held while waiting: a Handler may call Apply
 	var wg sync.WaitGroup
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {

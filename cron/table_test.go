@@ -258,6 +258,27 @@ func TestTableHandlerRemovesItsOwnTask(t *testing.T) {
 	})
 }
 
+// A Handler cancelled by Stop may still call Apply, which returns
+// ErrTableStopped: Stop does not hold the Table while it waits.
+func TestTableHandlerAppliesDuringStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tab *cron.Table
+		applied := make(chan error, 1)
+		h := func(ctx context.Context, _ string, r schedule.Run) error {
+			<-ctx.Done()
+			_, err := tab.Apply(context.Background(), nil)
+			applied <- err
+			return ctx.Err()
+		}
+		tab = cron.NewTable(map[string]cron.Handler{"h": h}, cron.WithLocation(time.UTC))
+		_, err := tab.Apply(context.Background(), []cron.Task{task("t", "h", "* * * * * *")})
+		require.NoError(t, err)
+		time.Sleep(1500 * time.Millisecond)
+		require.NoError(t, tab.Stop(context.Background()))
+		assert.ErrorIs(t, <-applied, cron.ErrTableStopped)
+	})
+}
+
 // Stop cancels the runs in flight, those of removed tasks too, and waits
 // for them; a job waiting to replace one never starts.
 func TestTableStopCancelsEverything(t *testing.T) {
