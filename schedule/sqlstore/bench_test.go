@@ -63,7 +63,9 @@ func BenchmarkClaimFinish(b *testing.B) {
 								return
 							}
 							r.Status, r.End = schedule.Succeeded, time.Now()
-							if err := s.Finish(ctx, r); err != nil {
+							// The memory store keeps 16 records per job: one
+							// replica may drop another's before its Finish.
+							if err := s.Finish(ctx, r); err != nil && !errors.Is(err, schedule.ErrNoRecord) {
 								b.Error(err)
 								return
 							}
