@@ -96,7 +96,7 @@ type Supervisor struct {
 	co       coord         // who keeps the schedule
 	cur      *attempt      // the attempt in flight while co.busy, for cancelling it
 	interval time.Duration // the delay rule's interval, before jitter
-	waiter   chan bool     // while co.waiting: the waiting round's; buffered, sent to once, set to nil with it
+	waiter   chan bool     // made by a round that waits for the watchdog; buffered, sent true once by tick; nil once it is sent to or left
 
 	stats counters
 	perm  atomic.Pointer[error] // the permanent error that stopped the Supervisor; cleared when the next attempt starts
@@ -185,16 +185,19 @@ func (s *Supervisor) FireAfter(d time.Duration) {
 // running, its context is cancelled and it is no longer timed out, but
 // Suspend does not wait for it to return: Stop does.
 func (s *Supervisor) Suspend() {
-	if a := s.suspend(); a != nil {
+	if a := s.suspend(false); a != nil {
 		a.cancel(context.Canceled) // without mu: see attempt.cancel
 	}
 }
 
-// suspend is Suspend's critical section. It returns the attempt to cancel,
-// if any.
-func (s *Supervisor) suspend() *attempt {
+// suspend is the critical section of Suspend, and of Stop, which also
+// counts itself in co.stops. It returns the attempt to cancel, if any.
+func (s *Supervisor) suspend(stop bool) *attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if stop {
+		s.co.stops++
+	}
 	if s.supersede(true) {
 		return s.cur
 	}
@@ -210,11 +213,18 @@ func (s *Supervisor) suspend() *attempt {
 // that outlives it: it would wait for itself. (The task's own context is
 // cancelled by the Suspend, so Stop with it returns at once.)
 func (s *Supervisor) Stop(ctx context.Context) error {
-	s.Suspend()
-	err := s.main.Stop(ctx)
-	if werr := s.watch.Stop(ctx); err == nil {
-		err = werr
+	if a := s.suspend(true); a != nil {
+		a.cancel(context.Canceled)
 	}
+	// The watchdog is armed only by rounds, each of which stops it and
+	// waits for its tick before it returns (see quiesce): once the main
+	// Trigger is idle, so is the watchdog. Stopping it here as well would
+	// take the Timeout away from an attempt that a Fire concurrent with
+	// Stop started.
+	err := s.main.Stop(ctx)
+	s.mu.Lock()
+	s.co.stops--
+	s.mu.Unlock()
 	return err
 }
 
@@ -238,12 +248,7 @@ func (s *Supervisor) Err() error {
 // be cancelled.
 func (s *Supervisor) supersede(cancel bool) bool {
 	s.main.Suspend()
-	wake, cancelCur := s.co.supersede(cancel)
-	if wake {
-		s.waiter <- false
-		s.waiter = nil
-	}
-	return cancelCur
+	return s.co.supersede(cancel)
 }
 
 // round is the main Trigger's Func: one attempt.
@@ -258,21 +263,21 @@ func (s *Supervisor) round(tctx context.Context) (time.Duration, bool) {
 	if s.policy.Timeout > 0 {
 		s.watch.FireAfter(s.policy.Timeout)
 	}
-	err, panicked := s.call(a)
-	return s.end(a, err, panicked)
+	err, panicked := s.call(tctx, a)
+	return s.end(tctx, a, err, panicked)
 }
 
 // call runs the task, recovering a panic. The common path stays shallow:
 // a Trigger's callback runs on a fresh goroutine, whose stack would have to
 // grow if end ran inside the deferred function, at a cost larger than the
 // rest of the attempt.
-func (s *Supervisor) call(a *attempt) (err error, panicked bool) {
+func (s *Supervisor) call(tctx context.Context, a *attempt) (err error, panicked bool) {
 	returned := false
 	defer func() {
 		if recover() != nil {
 			panicked = true
 		} else if !returned {
-			s.goexit(a)
+			s.goexit(tctx, a)
 		}
 	}()
 	err = s.task(a)
@@ -285,8 +290,8 @@ func (s *Supervisor) call(a *attempt) (err error, panicked bool) {
 // result, so goexit arms it, unless a Fire, FireAfter or Suspend has come
 // since the attempt began. It holds mu while it does, as they do: the main
 // Trigger is still running, so no round can begin meanwhile.
-func (s *Supervisor) goexit(a *attempt) {
-	if next, ok := s.end(a, nil, true); ok {
+func (s *Supervisor) goexit(tctx context.Context, a *attempt) {
+	if next, ok := s.end(tctx, a, nil, true); ok {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.co.current(a.flags) {
@@ -326,7 +331,7 @@ func (s *Supervisor) begin(tctx context.Context) *attempt {
 // end accounts for an attempt whose task has returned (or panicked) and
 // returns what round returns to the main Trigger. Before it returns, the
 // watchdog is idle: no tick of this attempt can reach the next one.
-func (s *Supervisor) end(a *attempt, err error, panicked bool) (time.Duration, bool) {
+func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked bool) (time.Duration, bool) {
 	ctxDone := !a.cancel(context.Canceled)
 	if testHookEnd != nil {
 		testHookEnd()
@@ -391,8 +396,18 @@ func (s *Supervisor) end(a *attempt, err error, panicked bool) (time.Duration, b
 	s.mu.Unlock()
 	if w != nil {
 		// The watchdog keeps the schedule: it sends true when the next
-		// attempt falls due, and supersede sends false.
-		ok = <-w
+		// attempt falls due. Every Fire, FireAfter, Suspend and Stop
+		// cancels tctx (see coord.leave).
+		select {
+		case ok = <-w:
+		case <-tctx.Done():
+			s.mu.Lock()
+			if s.waiter == w {
+				s.co.leave()
+				s.waiter = nil
+			}
+			s.mu.Unlock()
+		}
 	}
 	s.quiesce()
 	return delay, ok

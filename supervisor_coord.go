@@ -19,8 +19,10 @@ package circulation
 //     time and returns (0, true), which the main Trigger turns into the next
 //     attempt at once. This is chain.
 //   - A Fire, FireAfter or Suspend hands the schedule back to the main
-//     Trigger at once: it ends chain, lets a waiting round go, and marks the
-//     attempt in flight as superseded, so that its timeout starts no chain.
+//     Trigger at once: it ends chain, and marks the attempt in flight as
+//     superseded, so that its timeout starts no chain. Suspending the main
+//     Trigger cancels the context of its round in flight, which lets a
+//     waiting round go.
 //
 // The one rule that makes this exact: a caller of Fire, FireAfter and
 // Suspend does all it does, to the main Trigger and to the coord, in one
@@ -46,6 +48,7 @@ type coord struct {
 	cur     attemptFlags // the attempt in flight, while busy
 	chain   bool         // the watchdog keeps the schedule (see above)
 	waiting bool         // a round whose abandoned attempt returned waits for the watchdog's next due time
+	stops   uint32       // calls of Stop under way: each suspends the main Trigger again, outside mu
 }
 
 // attemptFlags are what the coord knows of the attempt in flight.
@@ -58,14 +61,14 @@ type attemptFlags struct {
 
 // supersede is the coord's part of a Fire or FireAfter (cancel false) or a
 // Suspend (cancel true). The caller has suspended the main Trigger, in the
-// same critical section, and gives it its new schedule after this.
+// same critical section, which cancelled the context of the round in
+// flight: a round waiting for the watchdog goes on at once (see leave). The
+// caller gives the main Trigger its new schedule after this.
 //
-// It reports whether a waiting round must be let go (wake: send it false)
-// and whether the attempt in flight must be cancelled.
-func (c *coord) supersede(cancel bool) (wake, cancelCur bool) {
+// It reports whether the attempt in flight must be cancelled.
+func (c *coord) supersede(cancel bool) (cancelCur bool) {
 	c.gen++
-	c.chain = false
-	wake, c.waiting = c.waiting, false
+	c.chain, c.waiting = false, false
 	if c.busy {
 		c.cur.superseded = true
 		if cancel && !c.cur.canceled {
@@ -73,7 +76,7 @@ func (c *coord) supersede(cancel bool) (wake, cancelCur bool) {
 			cancelCur = true
 		}
 	}
-	return wake, cancelCur
+	return cancelCur
 }
 
 // begin starts an attempt, unless the round's context is cancelled: a
@@ -180,6 +183,19 @@ func (c *coord) tick() (tickAction, bool) {
 	return tickNothing, false
 }
 
-// current reports whether no Fire, FireAfter or Suspend has come since the
-// attempt with flags f began.
-func (c *coord) current(f attemptFlags) bool { return c.gen == f.gen }
+// leave is a waiting round giving up its wait because its context was
+// cancelled: every Fire, FireAfter and Suspend suspends the main Trigger,
+// and so does the Trigger.Stop inside Supervisor.Stop, outside mu (which
+// a Fire concurrent with Stop may have come before). Either way the main
+// Trigger ignores the round's result, so the schedule is no longer the
+// watchdog's to keep.
+func (c *coord) leave() {
+	c.chain, c.waiting = false, false
+}
+
+// current reports whether the result of the attempt with flags f may still
+// arm the main Trigger: no Fire, FireAfter or Suspend has come since it
+// began, and no Stop is under way. (Trigger.Stop suspends the main Trigger
+// again without mu, so an arming made while a Stop runs could undo that
+// Suspend; the run's own result is ignored after it, and so is this.)
+func (c *coord) current(f attemptFlags) bool { return c.gen == f.gen && c.stops == 0 }
