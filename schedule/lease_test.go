@@ -183,4 +183,3 @@ func TestLeaseJobEnds(t *testing.T) {
 		stop(t, j)
 	})
 }
-
