@@ -7,7 +7,8 @@ import (
 
 // queries holds the statements of a Store, for its dialect and table.
 type queries struct {
-	claim, finish, last, history    string
+	claim, pruned, unclaim          string
+	finish, last, history           string
 	renew, reclaim                  string
 	pruneMark, pruneWater, pruneDel string
 }
@@ -25,6 +26,11 @@ SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), CAST($3 AS SMALLINT), CAST($4 AS SM
 	{now} + CAST($10 AS BIGINT)
 WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs WHERE job = $1 AND pruned_until >= $2)
 ON CONFLICT (job, due) DO NOTHING`
+
+	// pruned reports whether pruning passed a slot; unclaim withdraws a
+	// claim that did (see Claim).
+	prunedSQL  = `SELECT COUNT(*) FROM {t}_jobs WHERE job = $1 AND pruned_until >= $2`
+	unclaimSQL = `DELETE FROM {t} WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = $5`
 
 	// finish writes the outcome of the claim (node, attempt) of a slot.
 	finishSQL = `UPDATE {t} SET reason = $5, status = $6, start_ns = $7, end_ns = $8, err = $9, lease_until = NULL
@@ -78,6 +84,8 @@ func buildQueries(d Dialect, table string) queries {
 	}
 	return queries{
 		claim:      q(claimSQL),
+		pruned:     q(prunedSQL),
+		unclaim:    q(unclaimSQL),
 		finish:     q(finishSQL),
 		last:       q(lastSQL),
 		history:    q(historySQL),

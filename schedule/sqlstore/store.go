@@ -162,7 +162,33 @@ func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
 	if n == 0 {
 		return schedule.ErrClaimed
 	}
+	if s.dialect == PostgreSQL {
+		return s.checkPruned(ctx, r, w)
+	}
 	return nil
+}
+
+// checkPruned withdraws a claim that raced a pruning of its slot, on
+// PostgreSQL. The claim read the watermark in its statement's snapshot; if
+// a pruning raised it and then deleted the slot's record after that
+// snapshot, the insert found no conflict and succeeded. The watermark was
+// raised before the delete, so a read after the insert sees it. (SQLite
+// runs one writer at a time: its claim sees the latest watermark.)
+func (s *Store) checkPruned(ctx context.Context, r schedule.Record, w row) error {
+	var k int
+	err := s.db.QueryRowContext(ctx, s.q.pruned, w.job, w.due).Scan(&k)
+	if err != nil {
+		// The claim stands unchecked: its caller does not run it, and
+		// its lease expires, so the slot is not lost.
+		return fmt.Errorf("sqlstore: claiming %s at %v: %w", r.Job, r.Due, err)
+	}
+	if k == 0 {
+		return nil
+	}
+	if _, err := s.exec(ctx, s.q.unclaim, w.job, w.due, w.node, w.attempt, w.status); err != nil {
+		return fmt.Errorf("sqlstore: withdrawing the claim of %s at %v: %w", r.Job, r.Due, err)
+	}
+	return schedule.ErrClaimed
 }
 
 // Finish records the outcome of the claim of r.Node and r.Attempt: the

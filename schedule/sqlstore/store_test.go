@@ -307,3 +307,45 @@ func TestPrune(t *testing.T) {
 		assert.Less(t, len(h), 3+1+2+16, "records kept: %d", len(h))
 	})
 }
+
+// TestClaimRacesPrune makes a Claim race a pruning of its slot on
+// PostgreSQL, step by step: the claim reads the old watermark, then waits
+// on the row the pruning deletes; the pruning raises the watermark and
+// deletes. The claim's insert then finds no conflict, and must withdraw.
+func TestClaimRacesPrune(t *testing.T) {
+	b := backends()[1]
+	dsn := b.dsn(t)
+	s := newStore(t, b, dsn)
+	tb := tableFor(t)
+	r := running("j", 0, "a")
+	r.Status = schedule.Succeeded
+	require.NoError(t, s.Claim(ctx, r))
+
+	db := openDB(t, b.driver, dsn)
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.Exec("DELETE FROM "+tb+" WHERE job = 'j' AND due = $1", r.Due.UnixNano())
+	require.NoError(t, err)
+
+	claimed := make(chan error, 1)
+	go func() { claimed <- s.Claim(ctx, running("j", 0, "late")) }()
+	// Wait until the claim waits on the deleted row's lock.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var waiting int
+		require.NoError(t, db.QueryRow(
+			"SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "+tb+"%'").Scan(&waiting))
+		if waiting > 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the claim never waited on the row")
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = db.Exec("INSERT INTO "+tb+"_jobs (job, pruned_until) VALUES ('j', $1)", r.Due.UnixNano())
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+
+	require.ErrorIs(t, <-claimed, schedule.ErrClaimed, "a pruned slot was claimed again")
+	_, err = s.Last(ctx, "j")
+	require.ErrorIs(t, err, schedule.ErrNoRecord, "the withdrawn claim left a record")
+}
