@@ -34,14 +34,12 @@ type Table struct {
 	store    *tracker
 	jobOpts  []schedule.Option
 
-	applyMu sync.Mutex // held by Apply and Stop: one at a time
-
 	mu       sync.Mutex // guards the fields below
 	tasks    map[string]*entry
 	last     map[string]*entry // the latest entry of each name, in tasks or not
 	draining map[*entry]bool   // removed or replaced, until their job has stopped
 	stopped  bool
-	bg       sync.WaitGroup // drains, and starts waiting for them
+	bg       sync.WaitGroup // drains, and starts waiting for them; added to holding mu, while not stopped
 }
 
 // An entry is a task loaded in a Table: its job and its definition.
@@ -102,12 +100,10 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 // Apply does not wait for runs in flight. A definition that is not valid
 // gets a *TaskError, joined with the others in the returned error; the
 // Table keeps running the task's previous definition, if any. ctx bounds
-// the reads of the store by the jobs that start. Calls to Apply run one at
-// a time.
+// the reads of the store by the jobs that start. Concurrent calls take
+// effect one after the other, in some order; Handlers and Observers may
+// call Apply.
 func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
-	t.applyMu.Lock()
-	defer t.applyMu.Unlock()
-
 	var errs []error
 	want := map[string]*compiled{}
 	keep := map[string]bool{} // tasks whose new definition is not valid
@@ -130,9 +126,12 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		want[d.Name] = c
 	}
 
+	// Decide, holding t.mu, so that each Apply sees the one before whole.
+	// The jobs are paused and started after, not holding it: their
+	// Observers may call the Table.
 	now := time.Now()
 	var ch Changes
-	var start []*entry // new jobs to start
+	var drains, starts []*entry
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -148,14 +147,16 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		case !ok:
 			ch.Removed = append(ch.Removed, name)
 			delete(t.tasks, name)
-			t.drainLocked(e)
+			drains = append(drains, e)
 		case c.overlap != old.overlap || c.misfire != old.misfire:
 			ch.Changed = append(ch.Changed, name)
-			t.drainLocked(e)
-			start = append(start, t.newEntryLocked(c, e.seen))
+			drains = append(drains, e)
+			starts = append(starts, t.newEntryLocked(c, e.seen))
 		case !sameSchedule(c.def, old.def):
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
+			// Here, holding t.mu, so that the latest Apply's times win.
+			// SetSchedule calls no Observer.
 			e.job.SetSchedule(c.schedule(e.seen))
 		case c.def.Handler != old.def.Handler || c.def.BusinessID != old.def.BusinessID:
 			ch.Changed = append(ch.Changed, name)
@@ -163,32 +164,48 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		start = append(start, t.newEntryLocked(want[name], now))
+		starts = append(starts, t.newEntryLocked(want[name], now))
 		ch.Added = append(ch.Added, name)
 	}
-	for _, e := range start {
-		name := e.job.Name()
-		if e.after == nil {
-			// Started here, holding t.mu, so that no Stop or drain comes
-			// between. Start does not wait for runs.
-			if err := e.job.Start(ctx); err != nil {
-				errs = append(errs, &TaskError{Task: name, Field: "start", Err: err})
-				ch.Added = slices.DeleteFunc(ch.Added, func(n string) bool { return n == name })
-				delete(t.tasks, name)
-				close(e.stopped)
-			}
-			continue
+	for _, e := range drains {
+		t.draining[e] = true
+		t.bg.Add(1) // holding t.mu, before Stop can set t.stopped and wait for bg
+	}
+	for _, e := range starts {
+		if e.after != nil {
+			t.bg.Add(1)
 		}
-		t.bg.Go(func() {
-			<-e.after.stopped
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			if t.tasks[name] == e && !t.stopped { // not drained or stopped meanwhile
-				_ = e.job.Start(context.WithoutCancel(ctx)) // fails only if started or stopped
-			}
-		})
 	}
 	t.mu.Unlock()
+
+	for _, e := range drains {
+		e.job.Pause()
+		go t.drain(e)
+	}
+	for _, e := range starts {
+		if e.after != nil {
+			go t.startAfter(context.WithoutCancel(ctx), e)
+			continue
+		}
+		err := e.job.Start(ctx)
+		if err == nil || errors.Is(err, schedule.ErrStarted) { // ErrStarted: drained or stopped meanwhile
+			continue
+		}
+		name := e.job.Name()
+		errs = append(errs, &TaskError{Task: name, Field: "start", Err: err})
+		t.mu.Lock()
+		if t.tasks[name] == e { // not drained meanwhile: no one else closes e.stopped
+			delete(t.tasks, name)
+			if t.last[name] == e {
+				delete(t.last, name)
+			}
+			close(e.stopped)
+			if i := slices.Index(ch.Added, name); i >= 0 {
+				ch.Added = slices.Delete(ch.Added, i, i+1)
+			}
+		}
+		t.mu.Unlock()
+	}
 	return ch, errors.Join(errs...)
 }
 
@@ -216,26 +233,37 @@ func (t *Table) newEntryLocked(c *compiled, seen time.Time) *entry {
 	return e
 }
 
-// drainLocked stops e's slots from falling due and, in the background,
-// waits for its run in flight to return and stops its job. The caller
-// holds t.mu.
-func (t *Table) drainLocked(e *entry) {
-	e.job.Pause()
-	t.draining[e] = true
-	t.bg.Go(func() {
-		if e.after != nil {
-			<-e.after.stopped // e's job may have been started after it
-		}
-		_ = t.store.wait(context.Background(), e.job.Name())
-		_ = e.job.Stop(context.Background()) // nothing in flight: returns at once
-		t.mu.Lock()
-		delete(t.draining, e)
-		if t.last[e.job.Name()] == e {
-			delete(t.last, e.job.Name())
-		}
-		t.mu.Unlock()
-		close(e.stopped)
-	})
+// startAfter starts e's job once the job it replaces has stopped, unless e
+// was drained or the Table stopped meanwhile. It is one of t.bg.
+func (t *Table) startAfter(ctx context.Context, e *entry) {
+	defer t.bg.Done()
+	<-e.after.stopped
+	t.mu.Lock()
+	current := t.tasks[e.job.Name()] == e && !t.stopped
+	t.mu.Unlock()
+	if current {
+		// If a drain or Stop comes now, Start makes a paused job or
+		// returns ErrStarted: either is right.
+		_ = e.job.Start(ctx)
+	}
+}
+
+// drain waits for the runs in flight of e, a paused job, and for the job
+// it replaced, if any, to stop; then it stops e's job. It is one of t.bg.
+func (t *Table) drain(e *entry) {
+	defer t.bg.Done()
+	if e.after != nil {
+		<-e.after.stopped // e's job may have been started after it
+	}
+	_ = t.store.wait(context.Background(), e.job.Name())
+	_ = e.job.Stop(context.Background()) // nothing in flight: returns at once
+	t.mu.Lock()
+	delete(t.draining, e)
+	if t.last[e.job.Name()] == e {
+		delete(t.last, e.job.Name())
+	}
+	t.mu.Unlock()
+	close(e.stopped)
 }
 
 // Next returns the time of the next run of the task name, and whether the
@@ -257,7 +285,6 @@ func (t *Table) Next(name string) (time.Time, bool) {
 // ctx is done first. Apply then returns ErrTableStopped, also when a
 // Handler that Stop cancelled calls it.
 func (t *Table) Stop(ctx context.Context) error {
-	t.applyMu.Lock() // after the Apply in progress, if any
 	t.mu.Lock()
 	t.stopped = true
 	jobs := make([]*schedule.Job, 0, len(t.tasks)+len(t.draining))
@@ -268,7 +295,6 @@ func (t *Table) Stop(ctx context.Context) error {
 		jobs = append(jobs, e.job)
 	}
 	t.mu.Unlock()
-	t.applyMu.Unlock() // not held while waiting: a Handler may call Apply
 	var wg sync.WaitGroup
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -279,6 +280,33 @@ func TestTableHandlerAppliesDuringStop(t *testing.T) {
 	})
 }
 
+// An Observer may call Apply, even from the Pause and Start that Apply
+// makes: it removes every task at the first skipped slot.
+func TestTableObserverApplies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		var tab *cron.Table
+		var once sync.Once
+		observe := func(r schedule.Record) {
+			if r.Status == schedule.Skipped {
+				once.Do(func() {
+					_, err := tab.Apply(context.Background(), nil)
+					assert.NoError(t, err)
+				})
+			}
+		}
+		tab = cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 1500*time.Millisecond)},
+			cron.WithLocation(time.UTC), cron.WithJobOptions(schedule.WithObserver(observe)))
+		_, err := tab.Apply(context.Background(), []cron.Task{task("t", "h", "* * * * * *")})
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		_, ok := tab.Next("t")
+		assert.False(t, ok)
+		assert.Len(t, l.of("t"), 1, "the run of 1s; that of 2s is skipped, and the task removed")
+		require.NoError(t, tab.Stop(context.Background()))
+	})
+}
+
 // Stop cancels the runs in flight, those of removed tasks too, and waits
 // for them; a job waiting to replace one never starts.
 func TestTableStopCancelsEverything(t *testing.T) {
@@ -411,7 +439,13 @@ func TestTableConcurrentApplies(t *testing.T) {
 			tab.Next(r.Job)
 			return slow(ctx, business, r)
 		}
-		tab = cron.NewTable(map[string]cron.Handler{"h": h}, cron.WithLocation(time.UTC))
+		var observed atomic.Int64
+		observe := func(r schedule.Record) { // called by Pause and Start too, inside Apply
+			tab.Next(r.Job)
+			observed.Add(1)
+		}
+		tab = cron.NewTable(map[string]cron.Handler{"h": h}, cron.WithLocation(time.UTC),
+			cron.WithJobOptions(schedule.WithObserver(observe)))
 		ctx := context.Background()
 		var wg sync.WaitGroup
 		for g := range 3 {
@@ -434,6 +468,7 @@ func TestTableConcurrentApplies(t *testing.T) {
 		}
 		wg.Wait()
 		require.NoError(t, tab.Stop(ctx))
+		assert.Positive(t, observed.Load())
 		assert.Zero(t, l.overlaps, "runs of a task that forbids overlaps overlapped")
 		for _, name := range []string{"a", "b", "c", "d"} {
 			runs := l.of(name)
