@@ -43,7 +43,8 @@ type ParseError struct {
 	// "descriptor", "@every", "second", "minute", "hour", "day of month",
 	// "month" or "day of week".
 	Field string
-	// Text is the offending text of the field, cut to 64 bytes.
+	// Text is the offending text of the field; past 64 bytes, its first 64
+	// and "...".
 	Text string
 	// Reason says what is wrong with it.
 	Reason string

@@ -22,7 +22,7 @@
 //
 // The execution records are printed at the end:
 //
-//	go run .
+//	cd examples/usertasks && go run .
 package main
 
 import (
