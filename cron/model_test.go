@@ -101,54 +101,94 @@ func randomSpec(r *rand.Rand, day time.Time) string {
 	return fmt.Sprintf("%s %s %s %s %s", minute, hour, dom, month, dow)
 }
 
+var modelZones = []string{"America/New_York", "Europe/London", "Australia/Lord_Howe", "Australia/Sydney", "America/Santiago", "Asia/Tehran"}
+
+// changes returns the instants in year at which loc's offset changes.
+func changes(loc *time.Location, year int) []time.Time {
+	var out []time.Time
+	at := time.Date(year, 1, 1, 0, 0, 0, 0, loc)
+	for {
+		_, end := at.ZoneBounds()
+		if end.IsZero() || end.Year() > year {
+			return out
+		}
+		at = end
+		_, before := end.Add(-time.Second).Zone()
+		_, after := end.Zone()
+		if before != after {
+			out = append(out, end)
+		}
+	}
+}
+
+// around returns the whole days around the change at end, and the zone's
+// offsets over them and the two days before.
+func around(end time.Time) (from, to int64, z *zoneMinutes) {
+	from, to = end.Unix()-end.Unix()%86400-2*86400, end.Unix()-end.Unix()%86400+3*86400
+	return from, to, newZoneMinutes(end.Location(), from-2*86400, to)
+}
+
+// checkModel fails t unless Next gives the model's times for text in
+// [from, to).
+func checkModel(t *testing.T, text string, loc *time.Location, from, to int64, z *zoneMinutes) {
+	t.Helper()
+	p, err := Parse(text, loc)
+	require.NoError(t, err)
+	s := p.(*spec)
+	want := model(s, from, to, z)
+	var got []int64
+	for x := s.Next(time.Unix(from-1, 0)); !x.IsZero() && x.Unix() < to; x = s.Next(x) {
+		got = append(got, x.Unix())
+	}
+	require.Equal(t, format(want, loc), format(got, loc), "%s %q from %v", loc, text, time.Unix(from, 0).In(loc))
+}
+
 // Next agrees with the model for random specs, whole days around every
-// change of the clocks in a year of zones with one-hour and half-hour
-// shifts, north and south, at night and at midnight.
+// change of the clocks in two years of zones with one-hour and half-hour
+// shifts, north and south, at night and at midnight (Tehran still had
+// daylight saving in 2021).
 func TestNextAgreesWithModel(t *testing.T) {
-	zones := []string{"America/New_York", "Europe/London", "Australia/Lord_Howe", "Australia/Sydney", "America/Santiago", "Asia/Tehran"}
 	specs := 25
 	if testing.Short() {
 		specs = 5
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	checked := 0
-	for _, zone := range zones {
+	for _, zone := range modelZones {
 		loc, err := time.LoadLocation(zone)
 		require.NoError(t, err)
-		// Every change of the offset in 2021 and 2026 (Tehran still had
-		// daylight saving in 2021).
 		for _, year := range []int{2021, 2026} {
-			at := time.Date(year, 1, 1, 0, 0, 0, 0, loc)
-			for {
-				_, end := at.ZoneBounds()
-				if end.IsZero() || end.Year() > year {
-					break
-				}
-				at = end
-				_, before := end.Add(-time.Second).Zone()
-				_, after := end.Zone()
-				if before == after {
-					continue
-				}
-				from, to := end.Unix()-end.Unix()%86400-2*86400, end.Unix()-end.Unix()%86400+3*86400
-				z := newZoneMinutes(loc, from-2*86400, to)
+			for _, end := range changes(loc, year) {
+				from, to, z := around(end)
 				for range specs {
-					text := randomSpec(r, end)
-					p, err := Parse(text, loc)
-					require.NoError(t, err)
-					s := p.(*spec)
-					want := model(s, from, to, z)
-					var got []int64
-					for x := s.Next(time.Unix(from-1, 0)); !x.IsZero() && x.Unix() < to; x = s.Next(x) {
-						got = append(got, x.Unix())
-					}
-					require.Equal(t, format(want, loc), format(got, loc), "%s %q around %v", zone, text, end)
+					checkModel(t, randomSpec(r, end), loc, from, to, z)
 					checked++
 				}
 			}
 		}
 	}
 	t.Logf("%d specs checked", checked)
+}
+
+// FuzzNextAgreesWithModel draws the spec, the zone and the change of the
+// clocks from its inputs: go test -fuzz FuzzNextAgreesWithModel explores
+// beyond the fixed draws of TestNextAgreesWithModel.
+func FuzzNextAgreesWithModel(f *testing.F) {
+	for i := range uint64(6) {
+		f.Add(i, i*7919)
+	}
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		r := rand.New(rand.NewPCG(a, b))
+		loc, err := time.LoadLocation(modelZones[r.IntN(len(modelZones))])
+		require.NoError(t, err)
+		cs := changes(loc, 2021+r.IntN(6))
+		if len(cs) == 0 {
+			return // Tehran after 2022
+		}
+		end := cs[r.IntN(len(cs))]
+		from, to, z := around(end)
+		checkModel(t, randomSpec(r, end), loc, from, to, z)
+	})
 }
 
 func format(xs []int64, loc *time.Location) []string {
