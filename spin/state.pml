@@ -88,7 +88,7 @@
 #define START 0
 #endif
 #ifndef OPS
-#define OPS 3
+#define OPS 1
 #endif
 #ifndef STORM
 #define STORM 1
