@@ -112,6 +112,7 @@ func TestRecordBadInput(t *testing.T) {
 			assert.ErrorContains(t, s.Finish(ctx, r), c.want)
 			assert.ErrorContains(t, s.Renew(ctx, r), c.want)
 		}
+		assert.ErrorContains(t, s.Finish(ctx, ok), "Finish with Record.Status Running")
 		_, err := s.Last(ctx, "j")
 		require.ErrorIs(t, err, schedule.ErrNoRecord, "nothing was written")
 
@@ -148,7 +149,11 @@ func TestUnreachable(t *testing.T) {
 		require.Error(t, err)
 		assert.False(t, errors.Is(err, schedule.ErrClaimed))
 		assert.ErrorContains(t, err, "sqlstore: claiming j")
-		assert.Error(t, s.Finish(ctx, running("j", 0, "a")))
+		done := running("j", 0, "a")
+		done.Status = schedule.Succeeded
+		err = s.Finish(ctx, done)
+		assert.ErrorContains(t, err, "sqlstore: finishing j")
+		assert.False(t, errors.Is(err, schedule.ErrLeaseLost))
 		assert.Error(t, s.Renew(ctx, running("j", 0, "a")))
 		_, err = s.Reclaim(ctx, "j", "a")
 		assert.Error(t, err)

@@ -251,6 +251,12 @@ func (c *cluster) snapshot() []event {
 	return append([]event(nil), c.events...)
 }
 
+// settled returns the latest due time whose run surely ended by now, when
+// every run starts within 300ms of its slot.
+func (c *cluster) settled() time.Time {
+	return time.Now().Add(-c.cfg.MaxRun - 300*time.Millisecond)
+}
+
 // slotsBetween returns the slots of the schedule in (from, to].
 func (c *cluster) slotsBetween(from, to time.Time) []int64 {
 	var out []int64
@@ -368,7 +374,7 @@ func TestReplicas(t *testing.T) {
 		}
 		from := time.Now()
 		time.Sleep(replicaSeconds(t))
-		to := time.Now().Add(-c.cfg.MaxRun) // slots whose runs surely ended
+		to := c.settled() // slots whose runs surely ended
 		for _, p := range c.procs {
 			c.stop(p)
 		}
@@ -449,7 +455,7 @@ func TestCrash(t *testing.T) {
 		takeover := r.at.Sub(killed)
 		t.Logf("taken over %v after the kill: %.2f leases of %v", takeover.Round(time.Millisecond), float64(takeover)/float64(lease), lease)
 		time.Sleep(time.Second)
-		to := time.Now().Add(-c.cfg.MaxRun)
+		to := c.settled()
 		for _, p := range c.procs[1:] {
 			c.stop(p)
 		}
@@ -517,7 +523,7 @@ func TestOutage(t *testing.T) {
 	}
 	t.Logf("PostgreSQL down from %v to %v", down.Sub(from).Round(time.Millisecond), time.Since(from).Round(time.Millisecond))
 	time.Sleep(3 * time.Second)
-	to := time.Now().Add(-c.cfg.MaxRun)
+	to := c.settled()
 	for _, p := range c.procs {
 		c.stop(p)
 	}
@@ -569,7 +575,7 @@ func TestRestart(t *testing.T) {
 		c.start("n3")
 		ready := time.Now()
 		time.Sleep(time.Second)
-		to := time.Now().Add(-c.cfg.MaxRun)
+		to := c.settled()
 		c.stop(c.procs[len(c.procs)-1])
 
 		tl := tallyOf(c.snapshot()[before:])
@@ -586,6 +592,10 @@ func TestRestart(t *testing.T) {
 			t.Fatalf("first slot run after the restart: %v, the replica was ready at %v", time.Unix(0, first).UTC(), ready.UTC())
 		}
 		gap := c.slotsBetween(last.Due, time.Unix(0, first))
+		if len(gap) == 0 {
+			t.Fatalf("the first run after the restart, %v, is not after the last record before it, %+v",
+				tl.starts[first], last)
+		}
 		gap = gap[:len(gap)-1]
 		if len(gap) < 45 {
 			t.Fatalf("%d slots missed between %v and %v, want about 50", len(gap), last.Due.UTC(), time.Unix(0, first).UTC())

@@ -192,7 +192,7 @@ func (s *Store) checkPruned(ctx context.Context, r schedule.Record, w row) error
 }
 
 // Finish records the outcome of the claim of r.Node and r.Attempt: the
-// Reason, Status, Start, End and Err of r. It returns schedule.ErrLeaseLost
+// Reason, Status (not Running), Start, End and Err of r. It returns schedule.ErrLeaseLost
 // if the slot was taken over by another node, or another attempt. A Finish
 // of a slot without a record claims it with r, so that a Missed or Skipped
 // slot can be recorded in one call. Finish may be repeated.
@@ -204,6 +204,10 @@ func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
 	w, err := toRow(r)
 	if err != nil {
 		return err
+	}
+	if r.Status == schedule.Running {
+		// A running record without a lease would never be taken over.
+		return errors.New("sqlstore: Finish with Record.Status Running")
 	}
 	// An outcome lost to a short outage would leave the claim running,
 	// and its slot taken over and run again once the lease expired:
