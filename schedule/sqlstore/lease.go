@@ -34,10 +34,17 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 // record with Node set to node, Attempt incremented, Reason Recovered,
 // Start now and a fresh lease; or schedule.ErrNoRecord if there is none.
 // Of several nodes reclaiming at once, each expired claim goes to one.
+// Like Claim, a Reclaim that has started is not cut short by ctx, for up
+// to Lease().
 func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+	ctx, cancel, err := settle(ctx, s.opts.lease)
+	if err != nil {
+		return schedule.Record{}, err
+	}
+	defer cancel()
 	start := time.Now().UnixNano()
 	var w row
-	err := s.retry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		var err error
 		w, err = scanRow(s.db.QueryRowContext(ctx, s.q.reclaim, job, node, s.opts.lease.Microseconds(), start))
 		return err

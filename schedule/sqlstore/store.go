@@ -149,11 +149,21 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, err
 // Running. It returns schedule.ErrClaimed if the slot (r.Job, r.Due)
 // already has a record, or had one that pruning removed. An Attempt below 1
 // is recorded as 1; Renew and Finish match it the same way.
+//
+// A Claim that ctx ends before it starts returns ctx.Err(). Once started,
+// ctx no longer cuts it short, for up to Lease(): a statement cancelled
+// mid-flight may have committed, and a claim whose caller believes it
+// failed would hold its slot, not run, until its lease expired.
 func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
 	w, err := toRow(r)
 	if err != nil {
 		return err
 	}
+	ctx, cancel, err := settle(ctx, s.opts.lease)
+	if err != nil {
+		return err
+	}
+	defer cancel()
 	n, err := s.exec(ctx, s.q.claim, w.job, w.due, w.reason, w.status, w.start, w.end, w.node, w.err, w.attempt,
 		s.opts.lease.Microseconds())
 	if err != nil {
@@ -236,6 +246,17 @@ func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
 		_, _ = s.Prune(ctx, r.Job)
 	}
 	return nil
+}
+
+// settle returns a context that keeps the values of ctx but not its
+// cancellation, bounded by d, for a write whose outcome the caller must
+// know; or ctx.Err() if ctx is already done.
+func settle(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	return c, cancel, nil
 }
 
 // finish makes one attempt at Finish.

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -330,17 +331,7 @@ func TestClaimRacesPrune(t *testing.T) {
 
 	claimed := make(chan error, 1)
 	go func() { claimed <- s.Claim(ctx, running("j", 0, "late")) }()
-	// Wait until the claim waits on the deleted row's lock.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		var waiting int
-		require.NoError(t, db.QueryRow(
-			"SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "+tb+"%'").Scan(&waiting))
-		if waiting > 0 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the claim never waited on the row")
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForLock(t, db, "INSERT INTO "+tb)
 	_, err = db.Exec("INSERT INTO "+tb+"_jobs (job, pruned_until) VALUES ('j', $1)", r.Due.UnixNano())
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
@@ -348,4 +339,71 @@ func TestClaimRacesPrune(t *testing.T) {
 	require.ErrorIs(t, <-claimed, schedule.ErrClaimed, "a pruned slot was claimed again")
 	_, err = s.Last(ctx, "j")
 	require.ErrorIs(t, err, schedule.ErrNoRecord, "the withdrawn claim left a record")
+}
+
+// TestClaimOutlivesCancel cancels a Claim's context while the Claim waits
+// for another writer: it goes on, and reports the claim it made. A
+// cancelled statement may have committed; a caller told it failed would
+// leave its slot claimed and not run.
+func TestClaimOutlivesCancel(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		s := newStore(t, b, dsn)
+		db := openDB(t, b.driver, dsn)
+		conn, err := db.Conn(ctx)
+		require.NoError(t, err)
+		defer conn.Close()
+		// Another writer holds the slot's key (PostgreSQL) or the whole
+		// database (SQLite) in an open transaction.
+		if b.dialect == sqlstore.PostgreSQL {
+			_, err = conn.ExecContext(ctx, "BEGIN")
+			require.NoError(t, err)
+			_, err = conn.ExecContext(ctx, "INSERT INTO "+tableFor(t)+" (job, due, reason, status, node, err, attempt) VALUES ('j', $1, 0, 0, 'x', '', 1)", slot(0).UnixNano())
+		} else {
+			_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+		}
+		require.NoError(t, err)
+
+		cctx, cancel := context.WithCancel(ctx)
+		claimed := make(chan error, 1)
+		go func() { claimed <- s.Claim(cctx, running("j", 0, "a")) }()
+		if b.dialect == sqlstore.PostgreSQL {
+			waitForLock(t, db, "INSERT INTO "+tableFor(t))
+		} else {
+			// SQLite's busy wait cannot be seen from outside.
+			time.Sleep(300 * time.Millisecond)
+		}
+		cancel()
+		select {
+		case err := <-claimed:
+			t.Fatalf("the Claim returned while the other writer held on: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		_, err = conn.ExecContext(ctx, "ROLLBACK")
+		require.NoError(t, err)
+		require.NoError(t, <-claimed, "the claim was made: it must say so")
+		last, err := s.Last(ctx, "j")
+		require.NoError(t, err)
+		assert.Equal(t, "a", last.Node)
+
+		require.ErrorIs(t, s.Claim(cctx, running("j", 1, "a")), context.Canceled, "a Claim whose context is done does not start")
+		_, err = s.Reclaim(cctx, "j", "a")
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+// waitForLock waits until a PostgreSQL statement starting with prefix
+// waits on a lock.
+func waitForLock(t *testing.T, db *sql.DB, prefix string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var waiting int
+		require.NoError(t, db.QueryRow(
+			"SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND starts_with(query, $1)", prefix).Scan(&waiting))
+		if waiting > 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no statement %q waited on a lock", prefix)
+		time.Sleep(5 * time.Millisecond)
+	}
 }
