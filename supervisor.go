@@ -216,6 +216,9 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	if a := s.suspend(true); a != nil {
 		a.cancel(context.Canceled)
 	}
+	if testHookStop != nil {
+		testHookStop()
+	}
 	// The watchdog is armed only by rounds, each of which stops it and
 	// waits for its tick before it returns (see quiesce): once the main
 	// Trigger is idle, so is the watchdog. Stopping it here as well would

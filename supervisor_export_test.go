@@ -8,3 +8,8 @@ func SetRoundHook(f func()) { testHookRound = f }
 // the task returned and before the attempt is accounted for. Tests that set
 // it must not run in parallel.
 func SetEndHook(f func()) { testHookEnd = f }
+
+// SetStopHook makes f run inside every Supervisor's Stop, after its
+// Suspend and before it stops the main Trigger. Tests that set it must not
+// run in parallel.
+func SetStopHook(f func()) { testHookStop = f }

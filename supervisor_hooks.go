@@ -11,3 +11,8 @@ var testHookRound func()
 // been cancelled, before the attempt is accounted for: a Fire, FireAfter or
 // Suspend made there comes after the return and before the accounting.
 var testHookEnd func()
+
+// testHookStop runs in Stop after it has suspended the Supervisor and
+// before it stops the main Trigger: a Fire made there is concurrent with
+// Stop.
+var testHookStop func()
