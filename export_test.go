@@ -13,7 +13,7 @@ func SkipVersions(t *Trigger, n uint32) {
 		next := advance(s)
 		next = next&^versionMask | (next+n-1)&versionMask
 		if t.state.CompareAndSwap(s, next) {
-			t.disarm(version(next))
+			t.disarm()
 			return
 		}
 	}

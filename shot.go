@@ -122,13 +122,7 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 	} else {
 		t.schedule(sh, d)
 	}
-	t.settle(sh)
-	// A Suspend or a reserving Fire that advanced the version after v has
-	// already cleared the slot, before settle put sh there: clear it
-	// again so that no superseded timer outlives its purpose.
-	if c := version(t.state.Load()); c != v {
-		t.disarm(c)
-	}
+	t.place(sh)
 }
 
 // schedule hands sh's callback to the Scheduler. If the Scheduler panics
@@ -145,8 +139,13 @@ func (t *Trigger) schedule(sh *shot, d time.Duration) {
 	armed = true
 }
 
-// settle puts sh in the pending slot, keeping whichever of the shots it meets
-// there is newest and killing the others.
+// settle puts sh in the pending slot, keeping the shot of the current
+// version, the state's, if it meets one there, and killing the others.
+//
+// Only the current version's shot can ever run the Func: every other shot is
+// stale. So the shots are judged by equality with the current version, never
+// by ordering two versions, which would go wrong once a stalled arm is half
+// the version space behind the calls made meanwhile.
 //
 // The slot is only ever changed with Swap, never with CompareAndSwap: each
 // Swap hands the displaced shot to exactly one goroutine, which then owns it
@@ -159,34 +158,41 @@ func (t *Trigger) settle(sh *shot) {
 		if old == nil {
 			return
 		}
-		if !newer(old.version.Load(), v) {
+		c := version(t.state.Load())
+		if old.version.Load() != c || v == c {
 			t.kill(old)
 			return
 		}
-		// A newer arming got there first: put it back, and own what
-		// comes out (sh itself, unless yet another goroutine got in).
+		// The current arming's shot got there first: put it back, and own
+		// what comes out (sh itself, unless yet another goroutine got in).
 		sh = old
 	}
 }
 
-// disarm empties the pending slot of any shot armed before v.
-func (t *Trigger) disarm(v uint32) {
+// place settles sh, then checks the version once it is in the slot: a call
+// that superseded sh while it was out of the slot may have found the slot
+// empty, and left sh for whoever put it back to kill.
+func (t *Trigger) place(sh *shot) {
+	v := sh.version.Load() // read while we own sh
+	t.settle(sh)
+	if version(t.state.Load()) != v {
+		t.disarm()
+	}
+}
+
+// disarm empties the pending slot of a shot that is not the current
+// version's.
+func (t *Trigger) disarm() {
 	old := t.pending.Swap(nil)
 	if old == nil {
 		return
 	}
-	ov := old.version.Load() // read while we own old: once back in the slot it may be killed and recycled
-	if newer(v, ov) {
+	if old.version.Load() != version(t.state.Load()) { // read while we own old
 		t.kill(old)
 		return
 	}
-	// Armed at v or later: it stays. But while it was out of the slot, a
-	// Suspend or a reserving Fire that supersedes it may have found the
-	// slot empty: check again once it is back, as arm does.
-	t.settle(old)
-	if c := version(t.state.Load()); newer(c, ov) {
-		t.disarm(c)
-	}
+	// The current arming's: it stays.
+	t.place(old)
 }
 
 // coalescing is what coalesce found.

@@ -4,15 +4,15 @@ package circulation
 // shot.go: arm, settle, disarm, kill, the timer callback (shot.run), retire
 // and release. Unlike the state explorer, it cannot call the real code,
 // whose steps are atomic operations on a Trigger's fields; slot_model_test.go
-// follows it instead, with newer from state.go, one atomic operation per
-// step (except where merging steps hides nothing, see step):
+// follows it instead, one atomic operation per step (except where merging steps hides nothing, see step):
 //
 //	arm op     advance the version (the state CAS) to v; newShot; live.Add(1);
-//	           AfterFunc; settle(sh); c := version(state.Load()); c != v ? disarm(c)
-//	disarm op  advance the version to v (Suspend, or Fire reserving); disarm(v)
-//	settle(sh) old := Swap(sh); nil ? return; !newer(old, sh) ? kill(old) : settle(old)
-//	disarm(v)  old := Swap(nil); nil ? return; newer(v, old) ? kill(old) :
-//	           settle(old); c := version(state.Load()); c != old's ? disarm(c)
+//	           AfterFunc; settle(sh); c := version(state.Load()); c != v ? disarm()
+//	disarm op  advance the version (Suspend, or Fire reserving); disarm()
+//	settle(sh) old := Swap(sh); nil ? return; c := version(state.Load());
+//	           old's != c || sh's == c ? kill(old) : settle(old)
+//	disarm()   old := Swap(nil); nil ? return; old's != version(state.Load()) ? kill(old) :
+//	           settle(old); c := version(state.Load()); c != old's ? disarm()
 //	kill(sh)   Or(dead); Stop() && claim() ? retire(sh, 2) : release(sh, 1)
 //	callback   claim() ? (dead ? - : start); retire(sh, 1)
 //	retire     live.Add(-1); release(sh, n)
@@ -65,7 +65,7 @@ const (
 type slKey struct {
 	hdr    uint32
 	shots  [slMaxShots]uint32
-	actors [slMaxActors]uint32
+	actors [slMaxActors]uint64
 }
 
 // canon sorts w's actors (and names, if not nil, along with them), drops
@@ -75,14 +75,14 @@ func (x *slExplorer) canon(w *slWorld, names []string) slKey {
 	n := int(w.nAct)
 	for i := range n {
 		a := &w.actors[i]
-		p := uint32(a.pc) | uint32(a.n)<<4 | uint32(a.sh+1)<<6 | x.off8(a.v)<<9 | uint32(a.gen)<<20
-		if a.ret {
-			p |= 1 << 17
+		p := uint64(a.pc) | uint64(a.n)<<5 | uint64(a.sh+1)<<7 | uint64(x.off8(a.v))<<10 | uint64(a.gen)<<20
+		if a.pc == pcSettleCheck {
+			p |= uint64(x.off8(a.mine)) << 28
 		}
-		if a.retire {
+		if a.ret {
 			p |= 1 << 18
 		}
-		if a.newer {
+		if a.retire {
 			p |= 1 << 19
 		}
 		if a.pc == pcDone {
@@ -102,7 +102,7 @@ func (x *slExplorer) canon(w *slWorld, names []string) slKey {
 			}
 		}
 	}
-	for n > 0 && k.actors[n-1] == 1<<32-1 && !x.plain {
+	for n > 0 && k.actors[n-1] == 1<<64-1 && !x.plain {
 		k.actors[n-1] = 0
 		n--
 	}
@@ -358,7 +358,7 @@ var slMutants = []struct {
 }{
 	{"disarm does not check the version after putting a shot back", false, "the superseded shot"},
 	{"arm does not check the version after settle", false, "the superseded shot"},
-	{"settle keeps the older shot", false, "killed while it is the latest arming"},
+	{"settle keeps the stale shot", false, "killed while it is the latest arming"},
 	{"disarm kills the current shot", false, "killed while it is the latest arming"},
 	{"kill trusts Stop alone", true, "negative"},
 	{"release recycles one reference early", false, "which was recycled"},

@@ -41,7 +41,9 @@ const (
 	pcArmCheck // c := version(state.Load()) after settle
 	pcDisarmAdvance
 	pcDisarmSwap
+	pcDisarmCheck // is the shot taken out the current version's?
 	pcSettleSwap
+	pcSettleCheck // is the displaced shot the current version's, and ours not?
 	pcKillDead
 	pcKillStop
 	pcKillClaim
@@ -54,13 +56,13 @@ const (
 
 type slActor struct {
 	pc     uint8
-	ret    bool   // inside a settle that is followed by a check of the version
-	newer  bool   // that check is disarm's, newer(c, v), rather than arm's, c != v
+	ret    bool   // inside a settle that is followed by a check of the version (place)
 	retire bool   // pcRelease: retire first (live.Add(-1))
 	n      int8   // references release drops
 	sh     int8   // the shot being worked on
 	gen    uint8  // the incarnation of sh this actor holds a reference to
-	v      uint32 // arm: its version; disarm: the version it disarms before; settle: the version to check after
+	v      uint32 // place: the version of the shot it settles, to check after
+	mine   uint32 // settle: the version of the shot it put in the slot
 }
 
 type slWorld struct {
@@ -158,7 +160,7 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		}
 		x.newShot(w, a)
 		w.live++
-		a.pc, a.ret, a.newer = pcSettleSwap, true, false
+		a.pc, a.ret = pcSettleSwap, true
 		if x.m.mutant == "arm does not check the version after settle" {
 			a.ret = false
 		}
@@ -171,14 +173,14 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		if log {
 			x.logf("state.Load: v=%#x", c)
 		}
-		if a.newer && !newer(c, a.v) || !a.newer && c == a.v {
+		if c == a.v {
 			*a = slActor{}
 			return true
 		}
 		if log {
-			x.logf(", not %#x: disarm(%#x)", a.v, c)
+			x.logf(", not %#x: disarm", a.v)
 		}
-		a.v, a.pc = c, pcDisarmSwap
+		a.v, a.pc = 0, pcDisarmSwap
 
 	case pcDisarmSwap:
 		old := w.slot
@@ -191,20 +193,27 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 			return true
 		}
 		x.take(w, a, old)
-		ov := w.shots[old].v
-		if newer(a.v, ov) || x.m.mutant == "disarm kills the current shot" {
+		a.pc = pcDisarmCheck
+
+	case pcDisarmCheck:
+		ov := x.shot(w, a).v // read while we own it
+		if log {
+			x.logf("state.Load: v=%#x", w.ver)
+		}
+		if ov != w.ver || x.m.mutant == "disarm kills the current shot" {
 			a.pc = pcKillDead
 			return true
 		}
-		// Armed at v or later: it stays, and the version is checked
+		// The current version's: it stays, and the version is checked
 		// again when settle returns.
 		a.pc = pcSettleSwap
 		if x.m.mutant != "disarm does not check the version after putting a shot back" {
-			a.v, a.ret, a.newer = ov, true, true
+			a.v, a.ret = ov, true
 		}
 
 	case pcSettleSwap:
 		v := x.shot(w, a).v // read while we own it
+		a.mine = v
 		old := w.slot
 		w.slot = a.sh
 		if log {
@@ -215,13 +224,25 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 			return true
 		}
 		x.take(w, a, old)
-		keepOld := newer(w.shots[old].v, v)
-		if x.m.mutant == "settle keeps the older shot" {
+		a.pc = pcSettleCheck
+
+	case pcSettleCheck:
+		// a holds the displaced shot; its own is in the slot, unless
+		// another goroutine has taken it out since.
+		ov := x.shot(w, a).v
+		if log {
+			x.logf("state.Load: v=%#x", w.ver)
+		}
+		keepOld := ov == w.ver && a.mine != w.ver
+		if x.m.mutant == "settle keeps the stale shot" {
 			keepOld = !keepOld
 		}
+		a.mine = 0
 		if !keepOld {
 			a.pc = pcKillDead
-		} // else put it back: the next Swap
+		} else {
+			a.pc = pcSettleSwap // put it back: the next Swap
+		}
 
 	case pcKillDead:
 		sh := x.shot(w, a)
@@ -234,7 +255,7 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		switch {
 		case sh.kills > 1:
 			x.failf("shot v=%#x is killed twice", sh.v)
-		case !newer(w.ver, sh.v):
+		case sh.v == w.ver:
 			x.failf("shot v=%#x is killed while it is the latest arming: its fire is lost", sh.v)
 		}
 		if wasClaimed {

@@ -142,13 +142,3 @@ func abort(s uint32) (uint32, exit) {
 	}
 	return s & versionMask, exitIdle
 }
-
-// newer reports whether version a was armed after version b, comparing them
-// as serial numbers modulo 1<<28 (RFC 1982): a is newer if it is less than
-// half the version space ahead of b. Only the pending slot orders versions
-// (see settle and disarm), and the versions in it at one time are never that
-// far apart: every advance also replaces the Trigger's pending timer.
-func newer(a, b uint32) bool {
-	d := (a - b) & versionMask
-	return d != 0 && d < 1<<27
-}

@@ -112,26 +112,6 @@ func TestTransitionTables(t *testing.T) {
 	}
 }
 
-func TestNewer(t *testing.T) {
-	tests := []struct {
-		a, b uint32
-		want bool
-	}{
-		{1, 0, true},
-		{0, 1, false},
-		{5, 5, false},
-		{0, versionMask, true}, // across the wrap
-		{versionMask, 0, false},
-		{1<<27 - 1, 0, true},
-		{1 << 27, 0, false}, // half the space ahead: treated as behind
-	}
-	for _, tt := range tests {
-		if got := newer(tt.a, tt.b); got != tt.want {
-			t.Errorf("newer(%#x, %#x) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
 // model is the reference for the transitions: the same rules written with an
 // unbounded version, booleans instead of packed bits, and the number of
 // calls since the iteration in flight began instead of a superseded bit.

@@ -94,7 +94,7 @@ func (t *Trigger) FireAfter(d time.Duration) {
 		if d == 0 && running(s) {
 			n := reserve(s)
 			if t.state.CompareAndSwap(s, n) {
-				t.disarm(version(n))
+				t.disarm()
 				return
 			}
 			continue
@@ -124,7 +124,7 @@ func (t *Trigger) Suspend() {
 		s := t.state.Load()
 		n := suspend(s)
 		if t.state.CompareAndSwap(s, n) {
-			t.disarm(version(n))
+			t.disarm()
 			if running(s) {
 				if testHookSuspend != nil {
 					testHookSuspend()

@@ -2,6 +2,7 @@ package circulation_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -83,4 +84,86 @@ func TestRunOutlivesVersionWrap(t *testing.T) {
 			require.NoError(t, tr.Stop(context.Background()))
 		})
 	})
+}
+
+// gateScheduler hands out timers that tests fire by hand; the first
+// AfterFunc stalls until gate is closed.
+type gateScheduler struct {
+	mu      sync.Mutex
+	timers  []*gateTimer
+	entered chan struct{} // closed when the first AfterFunc stalls
+	gate    chan struct{}
+}
+
+type gateTimer struct {
+	s       *gateScheduler
+	f       func()
+	stopped bool
+}
+
+func (g *gateScheduler) AfterFunc(_ time.Duration, f func()) circulation.Timer {
+	g.mu.Lock()
+	tm := &gateTimer{s: g, f: f}
+	g.timers = append(g.timers, tm)
+	first := len(g.timers) == 1
+	g.mu.Unlock()
+	if first {
+		close(g.entered)
+		<-g.gate
+	}
+	return tm
+}
+
+func (tm *gateTimer) Stop() bool {
+	tm.s.mu.Lock()
+	defer tm.s.mu.Unlock()
+	stopped := !tm.stopped
+	tm.stopped = true
+	return stopped
+}
+
+// fireAll fires every timer not stopped, as many times as it takes.
+func (g *gateScheduler) fireAll() {
+	for {
+		g.mu.Lock()
+		var next *gateTimer
+		for _, tm := range g.timers {
+			if !tm.stopped {
+				tm.stopped, next = true, tm
+				break
+			}
+		}
+		g.mu.Unlock()
+		if next == nil {
+			return
+		}
+		next.f()
+	}
+}
+
+// An arming stalled in the Scheduler while the calls made meanwhile move the
+// version on by half the version space or more must not displace the latest
+// call's timer when it finally reaches the pending slot.
+func TestStalledArmingKeepsTheLatest(t *testing.T) {
+	for _, calls := range []uint32{circulation.VersionSpace/2 - 2, circulation.VersionSpace / 2, circulation.VersionSpace - 3} {
+		g := &gateScheduler{entered: make(chan struct{}), gate: make(chan struct{})}
+		var runs atomic.Int32
+		tr := circulation.Bind(g, func(context.Context) (time.Duration, bool) {
+			runs.Add(1)
+			return 0, false
+		})
+		stalled := make(chan struct{})
+		go func() {
+			defer close(stalled)
+			tr.FireAfter(time.Second) // stalls inside AfterFunc
+		}()
+		<-g.entered
+		circulation.SkipVersions(tr, calls) // the calls made meanwhile
+		tr.FireAfter(time.Second)           // the latest call
+		close(g.gate)
+		<-stalled
+		g.fireAll()
+		require.EqualValues(t, 1, runs.Load(), "after %d calls: the latest FireAfter ran %d times, want 1", calls, runs.Load())
+		require.NoError(t, tr.Stop(context.Background()))
+	}
 }
