@@ -10,8 +10,8 @@ package circulation
 // what supervisor.go does. What supervisor.go does outside mu (cancelling a
 // context, arming or stopping a Trigger, waiting) is a step of its own here,
 // in the order supervisor.go takes them; that order is the part of the
-// model that could drift from the code, and the comments at each step name
-// the line of supervisor.go it follows.
+// model that could drift from the code, and the comments on the phases
+// (rBegin, uLock, ...) name the statement of supervisor.go each follows.
 //
 // The two Triggers are models of their contract (README, Guarantees), not
 // their code, which the Trigger's own explorers check: one timer at most
