@@ -30,7 +30,7 @@ type Func func(ctx context.Context) (next time.Duration, ok bool)
 // none of them blocks except Stop. Fire, FireAfter and Suspend take no lock:
 // they publish one compare-and-swap on a packed uint32 (see state.go).
 type Trigger struct {
-	state   atomic.Uint32        // reserved | running | version; see state.go
+	state   atomic.Uint32        // reserved | running | canceled | superseded | version; see state.go
 	pending atomic.Pointer[shot] // the timer of the latest arming, if any (see settle)
 	spare   atomic.Pointer[shot] // a recycled shot ready to be armed again (see shot)
 	live    atomic.Int64         // shots armed whose callback has neither finished nor been cancelled
