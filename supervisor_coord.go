@@ -25,9 +25,9 @@ package circulation
 //     waiting round go.
 //
 // The one rule that makes this exact: a caller of Fire, FireAfter and
-// Suspend does all it does, to the main Trigger and to the coord, in one
-// critical section of Supervisor.mu, and it suspends the main Trigger
-// first. A round that the main Trigger started before that Suspend and that
+// Suspend (and Stop, for its Suspend) does all it does, to the main Trigger
+// and to the coord, in one critical section of Supervisor.mu, and it
+// suspends the main Trigger first. A round that the main Trigger started before that Suspend and that
 // has not begun its attempt then finds its context cancelled in begin (the
 // Trigger cancels the context of a run in flight when it is suspended), and
 // begins nothing; so every attempt that begins has a round whose result
@@ -40,7 +40,9 @@ package circulation
 //     for an abandoned attempt that is running, or for the round that waits
 //     after it returned;
 //   - chain only while the main Trigger has no schedule of its own: no timer
-//     armed, no run reserved, and the round in flight not superseded;
+//     armed and no run reserved (it may have been suspended, by the
+//     Trigger.Stop inside a Supervisor.Stop: then the round's context is
+//     cancelled, and a waiting round leaves at once);
 //   - waiting only with chain.
 type coord struct {
 	gen     uint64       // counts the Fire, FireAfter and Suspend calls
