@@ -291,8 +291,9 @@ func (s *Supervisor) call(tctx context.Context, a *attempt) (err error, panicked
 // goexit ends an attempt whose task called runtime.Goexit, which carries on
 // once the deferred call in call returns: the main Trigger never sees a
 // result, so goexit arms it, unless a Fire, FireAfter or Suspend has come
-// since the attempt began. It holds mu while it does, as they do: the main
-// Trigger is still running, so no round can begin meanwhile.
+// since the attempt began or a Stop is under way (see coord.current). It
+// holds mu while it does, as they do: the main Trigger is still running, so
+// no round can begin meanwhile.
 func (s *Supervisor) goexit(tctx context.Context, a *attempt) {
 	if next, ok := s.end(tctx, a, nil, true); ok {
 		s.mu.Lock()
