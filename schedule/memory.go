@@ -18,7 +18,7 @@ import (
 type MemoryStore struct {
 	keep int
 	mu   sync.Mutex
-	jobs map[string][]Record // oldest Due first, at most keep
+	jobs map[string][]Record // oldest Due first; the newest keep are kept, up to 2·keep held
 }
 
 // NewMemoryStore returns a MemoryStore that keeps the newest keep records
@@ -30,24 +30,39 @@ func NewMemoryStore(keep int) *MemoryStore {
 	return &MemoryStore{keep: keep, jobs: make(map[string][]Record)}
 }
 
-// find returns where a record due at due is or would go in rs.
+// find returns where a record due at due is or would go in rs. The newest
+// record, the usual one, is looked at first.
 func find(rs []Record, due time.Time) (int, bool) {
+	if n := len(rs); n == 0 || rs[n-1].Due.Before(due) {
+		return n, false
+	} else if rs[n-1].Due.Equal(due) {
+		return n - 1, true
+	}
 	return slices.BinarySearchFunc(rs, due, func(r Record, t time.Time) int { return r.Due.Compare(t) })
 }
 
 // Claim records r, unless (r.Job, r.Due) has a record already or r.Due is
-// older than every record kept of a full job: then it returns ErrClaimed.
+// older than every record held of a full job: then it returns ErrClaimed.
 func (m *MemoryStore) Claim(_ context.Context, r Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rs := m.jobs[r.Job]
 	i, found := find(rs, r.Due)
-	if found || (i == 0 && len(rs) == m.keep) {
+	if found || (i == 0 && len(rs) >= m.keep) {
 		return ErrClaimed
 	}
-	if len(rs) == m.keep {
-		copy(rs, rs[1:i])
-		rs[i-1] = r
+	if len(rs) == 2*m.keep {
+		// Drop the oldest keep at once: each claim moves one record on
+		// average, where dropping one at a time moved keep.
+		n := copy(rs, rs[m.keep:])
+		clear(rs[n:])
+		rs, i = rs[:n], i-m.keep
+		if i < 0 {
+			return ErrClaimed
+		}
+	}
+	if i == len(rs) {
+		rs = append(rs, r)
 	} else {
 		rs = slices.Insert(rs, i, r)
 	}
@@ -85,7 +100,7 @@ func (m *MemoryStore) History(_ context.Context, job string, limit int) ([]Recor
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rs := m.jobs[job]
-	n := min(max(limit, 0), len(rs))
+	n := min(max(limit, 0), len(rs), m.keep)
 	h := make([]Record, n)
 	for i := range h {
 		h[i] = rs[len(rs)-1-i]

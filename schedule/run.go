@@ -169,7 +169,10 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		return obs
 	}
 	c := j.cfg
-	x := j.active(time.Now().Round(0))
+	x := j.x
+	if x == nil {
+		x = j.active(time.Now().Round(0))
+	}
 	if c.overlap == OverlapAllow {
 		if c.maxParallel > 0 && x.runners >= c.maxParallel {
 			for _, p := range runs {

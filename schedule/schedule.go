@@ -65,7 +65,15 @@ func Every(d time.Duration) Schedule {
 	if d <= 0 {
 		panic("schedule: Every with a non-positive period " + d.String())
 	}
-	return every{anchor: unixEpoch, d: d}
+	return epochEvery(d)
+}
+
+// epochEvery is Every: an EveryFrom the epoch in 8 bytes, for the millions
+// of jobs a process may hold.
+type epochEvery time.Duration
+
+func (e epochEvery) Next(t time.Time) time.Time {
+	return every{anchor: unixEpoch, d: time.Duration(e)}.Next(t)
 }
 
 // EveryFrom returns the Schedule of the times anchor + k·d, for every
