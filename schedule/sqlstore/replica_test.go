@@ -460,15 +460,36 @@ func TestCrash(t *testing.T) {
 			c.stop(p)
 		}
 
-		tl := tallyOf(c.snapshot())
-		tl.checkNoneTwice(t)
-		// The victim's runs that did not end were all taken over.
-		lost := map[int64]bool{}
-		for due, es := range tl.starts {
-			if es[0].node == "n0" && len(tl.ends[due]) == 0 || len(tl.ends[due]) == 1 && tl.ends[due][0].reason == schedule.Recovered {
-				lost[due] = true
+		// The victim's runs whose outcome it did not record, because it
+		// died before their Finish landed, were all taken over. Some of
+		// them may have ended: a node that dies between the end of its
+		// Func and its Finish has done the work of a slot that another
+		// node will do again. Those ends are not counted.
+		// The store says which: their records are another node's now.
+		events := c.snapshot()
+		h, err := newStore(t, b, c.dsn).History(ctx, replicaJob, 1_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded := map[int64]bool{}
+		for _, r := range h {
+			if r.Node == "n0" {
+				recorded[r.Due.UnixNano()] = true
 			}
 		}
+		lost := map[int64]bool{}
+		kept := events[:0:0]
+		for _, e := range events {
+			if e.node == "n0" && !recorded[e.due] && e.kind != "ready" {
+				lost[e.due] = true
+				if e.kind == "end" {
+					continue
+				}
+			}
+			kept = append(kept, e)
+		}
+		tl := tallyOf(kept)
+		tl.checkNoneTwice(t)
 		if !lost[e.due] {
 			t.Errorf("the killed slot %v is not among the recovered ones", time.Unix(0, e.due).UTC())
 		}
