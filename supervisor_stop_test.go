@@ -3,6 +3,8 @@ package circulation_test
 import (
 	"context"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -55,4 +57,74 @@ func TestSupervisorGoexitDuringStop(t *testing.T) {
 		p.wantStarts(t, 0)
 		wantStats(t, p, s, circulation.Stats{Attempts: 1, Panics: 1, ConsecutiveFailures: 1, Delay: time.Hour})
 	})
+}
+
+// TestSupervisorStopStress runs Stop again and again while other goroutines
+// Fire, FireAfter and Suspend, with attempts that overstay, fail, panic and
+// call runtime.Goexit, in real time and under -race: attempts never
+// overlap, each Stop with a live context returns, and a last Stop leaves no
+// goroutine and no timer (goleak checks after the tests).
+func TestSupervisorStopStress(t *testing.T) {
+	const us = time.Microsecond
+	p := newProbe()
+	var n atomic.Int64
+	s := circulation.Supervise(p.task(func(ctx context.Context, _ int) error {
+		k := n.Add(1)
+		if k%3 == 0 {
+			time.Sleep(time.Duration(k%4) * 100 * us) // around the 150µs Timeout, ignoring ctx
+		}
+		switch k % 9 {
+		case 0:
+			return errFlaky
+		case 2:
+			panic("boom")
+		case 4:
+			runtime.Goexit()
+		case 6:
+			<-ctx.Done()
+			return circulation.Permanent(ctx.Err())
+		}
+		return nil
+	}), circulation.Backoff{Base: 20 * us, Max: 500 * us, Jitter: 0.5, Timeout: 150 * us})
+	deadline := time.Now().Add(300 * time.Millisecond)
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; time.Now().Before(deadline); i++ {
+				switch i % 4 {
+				case 0, 1:
+					s.Fire()
+				case 2:
+					s.FireAfter(time.Duration(i%200) * us)
+				case 3:
+					s.Suspend()
+				}
+				time.Sleep(30 * us)
+			}
+		}()
+	}
+	stops := 0
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.Stop(ctx); err != nil {
+			cancel()
+			t.Fatalf("Stop: %v", err)
+		}
+		cancel()
+		stops++
+		s.Fire()
+		time.Sleep(200 * us)
+	}
+	wg.Wait()
+	stop(t, s)
+	if m := p.most.Load(); m != 1 {
+		t.Fatalf("%d attempts ran at once", m)
+	}
+	st := s.Stats()
+	if st.Running || st.Late != st.Timeouts || st.Attempts != st.Successes+st.Errors+st.Panics+st.Timeouts+st.Canceled {
+		t.Fatalf("Stats after Stop %+v", st)
+	}
+	t.Logf("%d Stops; %+v", stops, st)
 }
