@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -257,5 +258,24 @@ func TestStopWithAContext(t *testing.T) {
 		assert.ErrorIs(t, j.Stop(ctx), context.DeadlineExceeded)
 		close(release)
 		stop(t, j)
+	})
+}
+
+// A Func that calls runtime.Goexit ends its run without a Record; the job
+// goes on and Stop returns.
+func TestGoexitInTheFunc(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := 0
+		j := schedule.NewJob("j", schedule.Every(time.Second), func(context.Context, schedule.Run) error {
+			n++
+			if n == 1 {
+				runtime.Goexit()
+			}
+			return nil
+		})
+		start(t, j)
+		time.Sleep(2500 * time.Millisecond)
+		stop(t, j)
+		assert.Equal(t, 2, n)
 	})
 }

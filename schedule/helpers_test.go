@@ -39,12 +39,6 @@ type journal struct {
 	maxRun  int
 }
 
-func (l *journal) add(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, fmt.Sprintf(format, args...))
-}
-
 // observe is an Observer.
 func (l *journal) observe(r schedule.Record) {
 	l.mu.Lock()

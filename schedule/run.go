@@ -248,6 +248,21 @@ func (j *Job) dropQueueLocked(why error) []Record {
 // after another, and exits when there are none left.
 func (j *Job) runner(batch []pending) {
 	x := j.x // set before any runner starts, never changed
+	var cur *flight
+	normal := false
+	defer func() {
+		if normal {
+			return
+		}
+		// The Func called runtime.Goexit: give up the runner's place, so
+		// that the job goes on and Stop does not wait for it forever.
+		j.mu.Lock()
+		if i := slices.Index(x.runs, cur); i >= 0 {
+			x.runs = slices.Delete(x.runs, i, i+1)
+		}
+		j.exitLocked(x)
+		j.mu.Unlock()
+	}()
 	for {
 		j.mu.Lock()
 		var p pending
@@ -259,12 +274,9 @@ func (j *Job) runner(batch []pending) {
 			x.queue[0] = pending{}
 			x.queue = x.queue[1:]
 		default:
-			x.runners--
-			if x.runners == 0 && x.idle != nil {
-				close(x.idle)
-				x.idle = nil
-			}
+			j.exitLocked(x)
 			j.mu.Unlock()
+			normal = true
 			return
 		}
 		if j.state != jobStarted || j.paused {
@@ -279,6 +291,7 @@ func (j *Job) runner(batch []pending) {
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
 		f := &flight{cancel: cancel}
+		cur = f
 		x.runs = append(x.runs, f)
 		j.mu.Unlock()
 
@@ -293,6 +306,15 @@ func (j *Job) runner(batch []pending) {
 			}
 		}
 		j.mu.Unlock()
+	}
+}
+
+// exitLocked accounts for a runner that exits. The caller holds j.mu.
+func (j *Job) exitLocked(x *active) {
+	x.runners--
+	if x.runners == 0 && x.idle != nil {
+		close(x.idle)
+		x.idle = nil
 	}
 }
 
