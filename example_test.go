@@ -218,7 +218,7 @@ func ExampleSupervise() {
 		case n == 4:
 			return nil
 		}
-		close(done)
+		context.AfterFunc(ctx, func() { close(done) }) // once this attempt has returned
 		return circulation.Permanent(errors.New("service decommissioned"))
 	}, circulation.Backoff{
 		Base:       10 * time.Millisecond,
