@@ -41,7 +41,13 @@ func startPostgres() (*pgServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "sqlstore-pg-")
+	parent := ""
+	if os.Geteuid() == 0 {
+		// The server's user must reach the folder: not under a
+		// TMPDIR that only root can enter.
+		parent = "/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, "sqlstore-pg-")
 	if err != nil {
 		return nil, err
 	}

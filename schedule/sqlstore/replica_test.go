@@ -560,10 +560,11 @@ func TestOutage(t *testing.T) {
 		return 0, false
 	})
 	c.checkStore(slots)
-	// No run started while the database was down.
+	// No run started while the database was down. A claim made just
+	// before the server stopped may print its start a little late.
 	for _, es := range tl.starts {
 		for _, e := range es {
-			if e.at.After(down) && e.at.Before(up0) {
+			if e.at.After(down.Add(250*time.Millisecond)) && e.at.Before(up0) {
 				t.Errorf("a run started while the database was down: %+v", e)
 			}
 		}
