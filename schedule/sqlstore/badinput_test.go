@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +168,15 @@ func TestUnreachable(t *testing.T) {
 		_, err = s.Prune(ctx, "j")
 		assert.Error(t, err)
 	})
+}
+
+// TestSQLiteDSN opens a file whose name has the characters of a URI.
+func TestSQLiteDSN(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "odd ?name#100%.db")
+	db := openDB(t, "sqlite", sqlstore.SQLiteDSN(path))
+	s, err := sqlstore.New(ctx, db, sqlstore.SQLite)
+	require.NoError(t, err)
+	require.NoError(t, s.Claim(ctx, running("j", 0, "a")))
+	_, err = os.Stat(path)
+	require.NoError(t, err, "the file is where the path says")
 }

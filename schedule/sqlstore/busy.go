@@ -56,7 +56,9 @@ func isBusy(err error) bool {
 
 // SQLiteDSN returns a modernc.org/sqlite data source name for the file at
 // path with the settings a Store wants: WAL, a 10s busy timeout, and
-// immediate transactions.
+// immediate transactions. Any path will do: its '%', '?' and '#' are
+// escaped.
 func SQLiteDSN(path string) string {
+	path = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
 }

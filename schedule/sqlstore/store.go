@@ -145,8 +145,7 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, err
 	return n, err
 }
 
-// Claim records r before its run starts, with a fresh lease if r.Status is
-// Running. It returns schedule.ErrClaimed if the slot (r.Job, r.Due)
+// Claim records r before its run starts, with a fresh lease. It returns schedule.ErrClaimed if the slot (r.Job, r.Due)
 // already has a record, or had one that pruning removed. An Attempt below 1
 // is recorded as 1; Renew and Finish match it the same way.
 //
@@ -202,10 +201,11 @@ func (s *Store) checkPruned(ctx context.Context, r schedule.Record, w row) error
 }
 
 // Finish records the outcome of the claim of r.Node and r.Attempt: the
-// Reason, Status (not Running), Start, End and Err of r. It returns schedule.ErrLeaseLost
-// if the slot was taken over by another node, or another attempt. A Finish
-// of a slot without a record claims it with r, so that a Missed or Skipped
-// slot can be recorded in one call. Finish may be repeated.
+// Reason, Status (not Running), Start, End and Err of r. It returns
+// schedule.ErrLeaseLost if the slot was taken over by another node, or
+// another attempt. A Finish of a slot without a record claims it with r,
+// so that a Missed or Skipped slot can be recorded in one call. Finish may
+// be repeated.
 //
 // While the database fails, Finish tries again, for up to Lease() or until
 // ctx is done: a claim left running would be taken over once its lease
