@@ -161,7 +161,10 @@ func WithMisfire(m Misfire) Option {
 
 // WithGrace sets how late a slot's run may start and still be on time
 // (default 1s). A slot whose run cannot start within d of its due time is
-// missed, and its fate is the Misfire policy's. A negative d means zero.
+// missed, and its fate is the Misfire policy's. Keep d above the lateness
+// of the job's Scheduler: with d = 0 no run is ever on time, so that
+// MisfireRunOnce runs every slot as a CatchUp and MisfireSkip runs none.
+// A negative d means zero.
 func WithGrace(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.grace = max(d, 0) })
 }
