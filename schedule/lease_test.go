@@ -183,3 +183,36 @@ func TestLeaseJobEnds(t *testing.T) {
 		stop(t, j)
 	})
 }
+
+// A claim reclaimed at a slot while a run is in flight goes through the
+// overlap policy: OverlapSkip drops it, and its record is finished as
+// Skipped in the store, so that it is not taken over again and again.
+func TestReclaimedRunUnderTheOverlapPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := newLeaseStore(9 * time.Second)
+		dead := schedule.Record{Job: "j", Due: at(-time.Minute), Status: schedule.Running, Node: "dead", Attempt: 1}
+		require.NoError(t, store.Claim(context.Background(), dead)) // its lease runs until 9s
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(25*time.Second),
+			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithMisfire(schedule.MisfireSkip),
+			schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(30 * time.Second)
+		stop(t, j)
+		var recovered []schedule.Record
+		for _, r := range l.recs() {
+			if r.Reason == schedule.Recovered {
+				recovered = append(recovered, r)
+			}
+		}
+		require.Len(t, recovered, 1)
+		assert.Equal(t, schedule.Skipped, recovered[0].Status)
+		assert.Equal(t, 2, recovered[0].Attempt)
+		h, err := store.History(context.Background(), "j", 10)
+		require.NoError(t, err)
+		last := h[len(h)-1]
+		assert.Equal(t, at(-time.Minute), last.Due)
+		assert.Equal(t, schedule.Skipped, last.Status, "finished in the store")
+		assert.Equal(t, "n", last.Node)
+	})
+}

@@ -1,0 +1,58 @@
+//go:build unix
+
+package schedule_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/wheel"
+)
+
+// BenchmarkIdleCPU starts b.N idle jobs on one wheel.Wheel, each Every 1
+// to 60 minutes, then reports the process's CPU time per second over the
+// duration in SCHEDULE_IDLE_CPU (the wakes of the one-minute cap on every
+// wait fall in it if it is over a minute), and the CPU time per job per
+// minute. It is skipped unless SCHEDULE_IDLE_CPU is set:
+//
+//	SCHEDULE_IDLE_CPU=150s go test -run '^$' -bench IdleCPU -benchtime 1000000x -timeout 30m ./schedule
+func BenchmarkIdleCPU(b *testing.B) {
+	window, err := time.ParseDuration(os.Getenv("SCHEDULE_IDLE_CPU"))
+	if err != nil || window <= 0 {
+		b.Skip("SCHEDULE_IDLE_CPU is not a duration")
+	}
+	w := wheel.New()
+	defer w.Stop()
+	f := func(context.Context, schedule.Run) error { return nil }
+	jobs := make([]*schedule.Job, b.N)
+	for i := range jobs {
+		period := time.Duration(1+rand.IntN(60)) * time.Minute
+		jobs[i] = schedule.NewJob("job"+strconv.Itoa(i), schedule.Every(period), f, schedule.WithScheduler(w))
+		if err := jobs[i].Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	before := cpu()
+	time.Sleep(window)
+	used := cpu() - before
+	b.ReportMetric(float64(used)/float64(window), "cpu-s/s")
+	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N)/window.Minutes(), "cpu-ns/job/min")
+	for _, j := range jobs {
+		_ = j.Stop(context.Background())
+	}
+}
+
+// cpu returns the CPU time the process has used, user and system.
+func cpu() time.Duration {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
