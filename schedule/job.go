@@ -247,7 +247,10 @@ func (j *Job) RunNow() {
 // they have returned and nothing of the job's is pending. It returns nil
 // then, or ctx.Err() if ctx is done first. Stop on a job that was never
 // started, that was stopped before, or whose schedule has ended, returns
-// nil once nothing of the job's runs.
+// nil once nothing of the job's runs. Stop must not be called from the
+// Func or the Observer with a context that outlives them: it would wait
+// for itself. (The Func's own context is cancelled by Stop, so Stop(ctx)
+// with it returns at once.)
 func (j *Job) Stop(ctx context.Context) error {
 	var obs []Record
 	j.mu.Lock()
@@ -334,7 +337,10 @@ func (j *Job) lease() *active {
 func (j *Job) observe(rs []Record) {
 	for _, r := range rs {
 		if r.Attempt > 0 {
-			if err := j.x.store.Finish(context.Background(), r); err != nil {
+			j.mu.Lock()
+			store := j.x.store // j.x is set: a claim was handed over
+			j.mu.Unlock()
+			if err := store.Finish(context.Background(), r); err != nil {
 				r.Err = joinErr(r.Err, "schedule: finish: "+err.Error())
 			}
 		}
