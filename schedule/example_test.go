@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/wheel"
 )
 
 var monday = time.Date(2024, 5, 6, 9, 7, 0, 0, time.UTC)
@@ -256,4 +257,45 @@ func ExampleNewMemoryStore() {
 	// true
 	// Succeeded
 	// schedule: no record
+}
+
+// A run that overstays its timeout has its context cancelled and is
+// Failed.
+func ExampleWithTimeout() {
+	done := make(chan schedule.Record, 1)
+	j := schedule.NewJob("slow", schedule.Every(time.Hour), func(ctx context.Context, r schedule.Run) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}, schedule.WithTimeout(20*time.Millisecond), schedule.WithObserver(func(r schedule.Record) { done <- r }))
+	_ = j.Start(context.Background())
+	j.RunNow()
+	r := <-done
+	_ = j.Stop(context.Background())
+	fmt.Println(r.Status)
+	fmt.Println(r.Err)
+	// Output:
+	// Failed
+	// schedule: run timed out after 20ms: context deadline exceeded
+}
+
+// Many jobs share one timing wheel, which holds an idle job's timer in 40
+// bytes.
+func ExampleWithScheduler() {
+	w := wheel.New()
+	defer w.Stop()
+	var jobs []*schedule.Job
+	for i := range 1000 {
+		j := schedule.NewJob(fmt.Sprint("tenant-", i), schedule.Every(time.Duration(1+i%60)*time.Minute),
+			func(context.Context, schedule.Run) error { return nil }, schedule.WithScheduler(w))
+		_ = j.Start(context.Background())
+		jobs = append(jobs, j)
+	}
+	fmt.Println(w.Len(), "timers on the wheel")
+	for _, j := range jobs {
+		_ = j.Stop(context.Background())
+	}
+	fmt.Println(w.Len(), "after Stop")
+	// Output:
+	// 1000 timers on the wheel
+	// 0 after Stop
 }
