@@ -427,9 +427,18 @@ func (c *cluster) drain() {
 // Recovered and Attempt 2, and every other slot still runs once. The
 // victim's runs last 400ms, so that several are in flight when it dies:
 // all of them are taken over.
+//
+// SQLSTORE_CRASH_LEASE sets the lease (1s by default), to measure the
+// takeover time against it.
 func TestCrash(t *testing.T) {
+	lease := time.Second
+	if v := os.Getenv("SQLSTORE_CRASH_LEASE"); v != "" {
+		var err error
+		if lease, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("SQLSTORE_CRASH_LEASE=%q: %v", v, err)
+		}
+	}
 	eachBackend(t, func(t *testing.T, b backend) {
-		const lease = time.Second
 		c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: lease,
 			MaxRun: 250 * time.Millisecond, Slow: "n0", SlowRun: 400 * time.Millisecond})
 		victim := c.start("n0")
