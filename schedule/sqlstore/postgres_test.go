@@ -88,7 +88,29 @@ func startPostgres() (*pgServer, error) {
 		s.remove()
 		return nil, err
 	}
+	s.watch()
 	return s, nil
+}
+
+// watch starts a shell that stops the server and removes its folder once
+// this process is gone, should it die without remove: a test that panics
+// ends the process before TestMain's deferred calls. It needs /proc to see
+// this process, whoever the shell runs as.
+func (s *pgServer) watch() {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		return
+	}
+	w := exec.Command("/bin/sh", "-c",
+		`while [ -d "/proc/$1" ]; do sleep 1; done; "$2" -D "$3" -m immediate stop >/dev/null 2>&1; rm -rf "$4"`,
+		"sh", strconv.Itoa(os.Getpid()), filepath.Join(s.bin, "pg_ctl"), s.data(), s.dir)
+	w.Dir = "/"
+	if s.cred != nil {
+		w.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	// No pipes: go test waits for the test binary's output to close.
+	if err := w.Start(); err == nil {
+		_ = w.Process.Release()
+	}
 }
 
 func (s *pgServer) data() string { return filepath.Join(s.dir, "data") }
