@@ -18,7 +18,8 @@ type active struct {
 	store   Store                // the job's store: WithStore's, or a MemoryStore of its own
 	reclaim *circulation.Trigger // LeaseStore only: looks for expired claims every Lease()
 
-	runs    []*flight // runs in flight, to cancel on Stop and OverlapReplace
+	runs    []flight // runs in flight, to cancel on Stop and OverlapReplace
+	flights uint64   // the id of the latest flight
 	queue   []pending // runs waiting for the runner (all policies but OverlapAllow)
 	runners int       // goroutines running the job's Func or about to
 	idle    chan struct{}
@@ -30,6 +31,7 @@ type active struct {
 
 // A flight is a run in flight.
 type flight struct {
+	id     uint64
 	cancel context.CancelCauseFunc
 }
 
@@ -248,7 +250,7 @@ func (j *Job) dropQueueLocked(why error) []Record {
 // after another, and exits when there are none left.
 func (j *Job) runner(batch []pending) {
 	x := j.x // set before any runner starts, never changed
-	var cur *flight
+	var cur uint64 // the id of the flight in progress, if any
 	normal := false
 	defer func() {
 		if normal {
@@ -257,9 +259,7 @@ func (j *Job) runner(batch []pending) {
 		// The Func called runtime.Goexit: give up the runner's place, so
 		// that the job goes on and Stop does not wait for it forever.
 		j.mu.Lock()
-		if i := slices.Index(x.runs, cur); i >= 0 {
-			x.runs = slices.Delete(x.runs, i, i+1)
-		}
+		x.land(cur)
 		j.exitLocked(x)
 		j.mu.Unlock()
 	}()
@@ -290,22 +290,26 @@ func (j *Job) runner(batch []pending) {
 			continue
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
-		f := &flight{cancel: cancel}
-		cur = f
-		x.runs = append(x.runs, f)
+		x.flights++
+		cur = x.flights
+		x.runs = append(x.runs, flight{id: cur, cancel: cancel})
 		j.mu.Unlock()
 
 		j.execute(ctx, cancel, x, p)
 		cancel(nil)
 
 		j.mu.Lock()
-		for i, g := range x.runs {
-			if g == f {
-				x.runs = slices.Delete(x.runs, i, i+1)
-				break
-			}
-		}
+		x.land(cur)
+		cur = 0
 		j.mu.Unlock()
+	}
+}
+
+// land removes the flight id from the runs in flight, if it is there.
+// The caller holds the job's lock.
+func (x *active) land(id uint64) {
+	if i := slices.IndexFunc(x.runs, func(f flight) bool { return f.id == id }); i >= 0 {
+		x.runs = slices.Delete(x.runs, i, i+1)
 	}
 }
 
