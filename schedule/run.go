@@ -18,8 +18,8 @@ type active struct {
 	store   Store                // the job's store: WithStore's, or a MemoryStore of its own
 	reclaim *circulation.Trigger // LeaseStore only: looks for expired claims every Lease()
 
-	runs    []flight // runs in flight, to cancel on Stop and OverlapReplace
-	flights uint64   // the id of the latest flight
+	runs    []flight  // runs in flight, to cancel on Stop and OverlapReplace
+	flights uint64    // the id of the latest flight
 	queue   []pending // runs waiting for the runner (all policies but OverlapAllow)
 	runners int       // goroutines running the job's Func or about to
 	idle    chan struct{}
@@ -249,7 +249,7 @@ func (j *Job) dropQueueLocked(why error) []Record {
 // runner runs the pending runs of batch, then those of the queue, one
 // after another, and exits when there are none left.
 func (j *Job) runner(batch []pending) {
-	x := j.x // set before any runner starts, never changed
+	x := j.x       // set before any runner starts, never changed
 	var cur uint64 // the id of the flight in progress, if any
 	normal := false
 	defer func() {
