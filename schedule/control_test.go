@@ -3,7 +3,9 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -277,5 +279,21 @@ func TestGoexitInTheFunc(t *testing.T) {
 		time.Sleep(2500 * time.Millisecond)
 		stop(t, j)
 		assert.Equal(t, 2, n)
+	})
+}
+
+// Without WithNode, Record.Node is the host name and the process id.
+func TestDefaultNode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		j := schedule.NewJob("j", schedule.Every(time.Second), l.work(0), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(1500 * time.Millisecond)
+		stop(t, j)
+		host, err := os.Hostname()
+		require.NoError(t, err)
+		r := l.recs()
+		require.NotEmpty(t, r)
+		assert.Equal(t, host+"-"+strconv.Itoa(os.Getpid()), r[0].Node)
 	})
 }
