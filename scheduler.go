@@ -40,6 +40,9 @@ type Timer interface {
 // RuntimeScheduler is the default Scheduler: it hands every delay to
 // time.AfterFunc, so each callback runs in its own goroutine on the runtime's
 // timers. Its zero value is ready to use and it is safe for concurrent use.
+// A Trigger on it starts a run with no delay on a goroutine of its own,
+// as time.AfterFunc(0, f) would, without the round trip through the timer
+// heap, and reuses each *time.Timer it creates.
 //
 // The Go runtime keeps its timers in a per-P heap: scheduling and stopping
 // cost O(log n) in the number of pending timers. For millions of timers of

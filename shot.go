@@ -35,6 +35,7 @@ const (
 	shotClaimed uint32 = 1 << iota // the callback has started, or the timer was stopped: whoever set it accounts for live
 	shotDead                       // superseded: a late callback must not start the Func even if the version matches again after wrapping
 	shotNow                        // armed with no delay: a Fire may coalesce into it (see coalesce)
+	shotGo                         // started as a goroutine, not on its timer: Stop cannot cancel it (see arm)
 )
 
 // newShot returns a shot for version v holding both references.
@@ -78,8 +79,10 @@ func (sh *shot) run() {
 // kill cancels a superseded shot. The caller owns it.
 func (t *Trigger) kill(sh *shot) {
 	// A claimed shot's callback has started (or its timer was stopped):
-	// Stop could only report false, so spare the timer's lock.
-	if sh.flags.Or(shotDead)&shotClaimed == 0 && sh.timer.Stop() && sh.claim() {
+	// Stop could only report false, so spare the timer's lock. A shot
+	// started as a goroutine has no timer to stop: its callback will find
+	// it dead.
+	if f := sh.flags.Or(shotDead); f&(shotClaimed|shotGo) == 0 && sh.timer.Stop() && sh.claim() {
 		t.retire(sh, 2) // the callback will never run: drop its reference too
 		return
 	}
@@ -114,7 +117,14 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 	}
 	sh := t.newShot(v, d)
 	t.live.Add(1)
-	if sh.timer != nil {
+	if d == 0 && t.recycle {
+		// No delay on the runtime's timers: a goroutine of its own is what
+		// time.AfterFunc(0, f) would start, without the round trip
+		// through the timer heap. The shot keeps its idle timer for a
+		// later arming.
+		sh.flags.Or(shotGo)
+		go sh.fire()
+	} else if sh.timer != nil {
 		// A recycled shot: its *time.Timer was stopped or has fired and
 		// its callback has returned, so Reset arms it afresh without
 		// allocating.
