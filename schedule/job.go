@@ -12,9 +12,10 @@ import (
 
 // Func runs one slot of a job. Its context is cancelled when the job is
 // stopped, when the run is replaced (OverlapReplace), when it times out
-// (WithTimeout) and when its lease is lost (LeaseStore); context.Cause
-// says which. A nil error makes the run Succeeded, an error or a panic
-// Failed.
+// (WithTimeout), and on a LeaseStore when its lease is lost
+// (ErrLeaseLost) or could not be renewed for a full Lease()
+// (ErrLeaseNotRenewed); context.Cause says which. A nil error makes the
+// run Succeeded, an error or a panic Failed.
 type Func func(ctx context.Context, r Run) error
 
 // A Run is one execution of a job, identified by (Job, Due).
@@ -22,6 +23,12 @@ type Run struct {
 	Job    string
 	Due    time.Time // the slot: the time the Schedule gave, or the time of RunNow
 	Reason Reason
+	// Attempt is the claim's Record.Attempt: 1 for a slot the job claimed,
+	// more for a Recovered run, whose slot a LeaseStore handed over from
+	// another node. (Job, Due, Attempt) names this claim alone: a Func can
+	// pass it with its side effects so that those of an earlier attempt,
+	// still running on a node that lost its lease, are refused (fencing).
+	Attempt int
 }
 
 // A Job runs a Func at the times of a Schedule, at most once per slot
@@ -331,19 +338,10 @@ func (j *Job) lease() *active {
 }
 
 // observe passes each record of a slot that did not run to the Observer,
-// if any. A record with an Attempt was claimed (a LeaseStore handed it
-// over): it is finished in the store first. The caller must not hold j.mu:
-// the Observer may call the job's methods.
+// if any. None of them was claimed. The caller must not hold j.mu: the
+// Observer may call the job's methods.
 func (j *Job) observe(rs []Record) {
 	for _, r := range rs {
-		if r.Attempt > 0 {
-			j.mu.Lock()
-			store := j.x.store // j.x is set: a claim was handed over
-			j.mu.Unlock()
-			if err := store.Finish(context.Background(), r); err != nil {
-				r.Err = joinErr(r.Err, "schedule: finish: "+err.Error())
-			}
-		}
 		if f := j.cfg.observer; f != nil {
 			f(r)
 		}

@@ -19,41 +19,62 @@ type leaseStore struct {
 	*schedule.MemoryStore
 	lease time.Duration
 
-	mu      sync.Mutex
-	leases  map[time.Time]lease // by Due (one job)
-	renewed []time.Duration     // when Renew was called, since t0
+	mu        sync.Mutex
+	leases    map[time.Time]lease // by Due (one job)
+	renewed   []time.Duration     // when Renew was called, since t0
+	renewDown bool                // Renew fails with errDown
+	renewHang bool                // Renew waits until its context is done
+	slow      time.Duration       // the next Reclaim that takes a claim over returns this much later
+	slowClaim time.Duration       // Claim takes this long before it claims
 }
 
 type lease struct {
 	node  string
 	until time.Time
+	rec   schedule.Record // as claimed or reclaimed
 }
 
-func newLeaseStore(d time.Duration) *leaseStore {
-	return &leaseStore{MemoryStore: schedule.NewMemoryStore(100), lease: d, leases: map[time.Time]lease{}}
+func newLeaseStore(d time.Duration) *leaseStore { return newLeaseStoreKeep(d, 100) }
+
+func newLeaseStoreKeep(d time.Duration, keep int) *leaseStore {
+	return &leaseStore{MemoryStore: schedule.NewMemoryStore(keep), lease: d, leases: map[time.Time]lease{}}
 }
 
 func (s *leaseStore) Lease() time.Duration { return s.lease }
 
 func (s *leaseStore) Claim(ctx context.Context, r schedule.Record) error {
 	s.mu.Lock()
+	slow := s.slowClaim
+	s.mu.Unlock()
+	time.Sleep(slow)
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.MemoryStore.Claim(ctx, r); err != nil {
 		return err
 	}
-	s.leases[r.Due] = lease{r.Node, time.Now().Add(s.lease)}
+	s.leases[r.Due] = lease{r.Node, time.Now().Add(s.lease), r}
 	return nil
 }
 
-func (s *leaseStore) Renew(_ context.Context, r schedule.Record) error {
+func (s *leaseStore) Renew(ctx context.Context, r schedule.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.renewed = append(s.renewed, time.Since(t0))
+	if s.renewHang {
+		s.mu.Unlock()
+		<-ctx.Done()
+		s.mu.Lock()
+		return ctx.Err()
+	}
+	if s.renewDown {
+		return errDown
+	}
 	l := s.leases[r.Due]
 	if l.node != r.Node || time.Now().After(l.until) {
 		return schedule.ErrLeaseLost
 	}
-	s.leases[r.Due] = lease{r.Node, time.Now().Add(s.lease)}
+	l.until = time.Now().Add(s.lease)
+	s.leases[r.Due] = l
 	return nil
 }
 
@@ -68,33 +89,46 @@ func (s *leaseStore) Finish(ctx context.Context, r schedule.Record) error {
 }
 
 func (s *leaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+	r, err := s.reclaim(ctx, job, node)
+	s.mu.Lock()
+	slow := s.slow
+	if err == nil {
+		s.slow = 0
+	}
+	s.mu.Unlock()
+	if err == nil && slow > 0 {
+		time.Sleep(slow) // the answer is slow to come back
+	}
+	return r, err
+}
+
+func (s *leaseStore) reclaim(ctx context.Context, _, node string) (schedule.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, err := s.MemoryStore.History(ctx, job, 100)
-	if err != nil {
+	var oldest *lease
+	for _, l := range s.leases {
+		if time.Now().After(l.until) && (oldest == nil || l.rec.Due.Before(oldest.rec.Due)) {
+			oldest = &l
+		}
+	}
+	if oldest == nil {
+		return schedule.Record{}, schedule.ErrNoRecord
+	}
+	r := oldest.rec
+	r.Node, r.Attempt = node, r.Attempt+1
+	s.leases[r.Due] = lease{node, time.Now().Add(s.lease), r}
+	if err := s.MemoryStore.Finish(ctx, r); err != nil {
 		return schedule.Record{}, err
 	}
-	for i := len(h) - 1; i >= 0; i-- {
-		r := h[i]
-		l, ok := s.leases[r.Due]
-		if r.Status != schedule.Running || !ok || !time.Now().After(l.until) {
-			continue
-		}
-		r.Node, r.Attempt = node, r.Attempt+1
-		s.leases[r.Due] = lease{node, time.Now().Add(s.lease)}
-		if err := s.MemoryStore.Finish(ctx, r); err != nil {
-			return schedule.Record{}, err
-		}
-		return r, nil
-	}
-	return schedule.Record{}, schedule.ErrNoRecord
+	return r, nil
 }
 
 // steal gives the lease of the slot due at due to another node.
 func (s *leaseStore) steal(due time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.leases[due] = lease{"thief", time.Now().Add(s.lease)}
+	l := s.leases[due]
+	s.leases[due] = lease{"thief", time.Now().Add(s.lease), l.rec}
 }
 
 // A run in flight renews its lease every Lease()/3, and no renewal
@@ -140,7 +174,8 @@ func TestLeaseLostCancelsTheRun(t *testing.T) {
 }
 
 // A claim whose node died (its lease expired) is taken over by the job,
-// at its Start and every Lease(), and run with Reason Recovered.
+// which looks at its Start, when it is free, and every Lease(), and run
+// with Reason Recovered.
 func TestReclaimRunsExpiredClaims(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
@@ -161,8 +196,8 @@ func TestReclaimRunsExpiredClaims(t *testing.T) {
 		}
 		require.Len(t, r, 1)
 		assert.Equal(t, schedule.Record{Job: "j", Due: at(-time.Minute), Reason: schedule.Recovered, Status: schedule.Succeeded,
-			Start: at(14 * time.Second), End: at(15 * time.Second), Node: "n", Attempt: 2}, r[0],
-			"found by the look at Start+Lease()")
+			Start: at(15 * time.Second), End: at(16 * time.Second), Node: "n", Attempt: 2}, r[0],
+			"the look at Start (5s) found the job busy with its catch-up run, and was made when it ended (6s); found a Lease() later")
 		h, err := store.History(context.Background(), "j", 10)
 		require.NoError(t, err)
 		assert.Equal(t, r[0], h[len(h)-1])
@@ -184,35 +219,83 @@ func TestLeaseJobEnds(t *testing.T) {
 	})
 }
 
-// A claim reclaimed at a slot while a run is in flight goes through the
-// overlap policy: OverlapSkip drops it, and its record is finished as
-// Skipped in the store, so that it is not taken over again and again.
-func TestReclaimedRunUnderTheOverlapPolicy(t *testing.T) {
+// A run whose lease could not be renewed for a full Lease() since the
+// last renewal is cancelled then, whether Renew fails or hangs: another
+// node may take the slot over. Its outcome is not written to the store,
+// so that the claim expires and the slot is run again, Recovered.
+func TestLeaseNotRenewedCancelsTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		hang    bool
+		renewed []string
+		err     string
+	}{
+		{"fails", false, []string{"1m3s", "1m6s", "1m9s", "1m10.5s", "1m12s", "1m13.5s"},
+			"schedule: lease could not be renewed for 9s: connection refused"},
+		{"hangs", true, []string{"1m3s", "1m6s", "1m9s"},
+			"schedule: lease could not be renewed for 9s: context deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				store := newLeaseStore(9 * time.Second)
+				var cause error
+				work := l.work(time.Minute)
+				j := schedule.NewJob("j", schedule.Every(time.Minute), func(ctx context.Context, r schedule.Run) error {
+					err := work(ctx, r)
+					cause = context.Cause(ctx)
+					return err
+				}, schedule.WithStore(store), schedule.WithNode("n"), schedule.WithObserver(l.observe))
+				start(t, j)
+				time.Sleep(67 * time.Second) // renewed at 1m3s and 1m6s: the lease runs until 1m15s
+				store.mu.Lock()
+				store.renewDown, store.renewHang = true, tc.hang
+				store.mu.Unlock()
+				time.Sleep(9 * time.Second)
+				stop(t, j)
+				r := l.recs()
+				require.Len(t, r, 1)
+				assert.Equal(t, schedule.Canceled, r[0].Status)
+				assert.Equal(t, at(75*time.Second), r[0].End, "a lease after the renewal at 1m6s")
+				assert.Equal(t, tc.err, r[0].Err)
+				assert.ErrorIs(t, cause, schedule.ErrLeaseNotRenewed)
+				store.mu.Lock()
+				var s []string
+				for _, d := range store.renewed {
+					s = append(s, d.String())
+				}
+				store.mu.Unlock()
+				assert.Equal(t, tc.renewed, s)
+				h, err := store.History(context.Background(), "j", 10)
+				require.NoError(t, err)
+				require.Len(t, h, 1)
+				assert.Equal(t, schedule.Running, h[0].Status, "left for another node to take over")
+			})
+		})
+	}
+}
+
+// A Claim that took most of a lease (the store's lease starts as it ends)
+// is renewed before a lease has passed since the call, so that the run is
+// not given up for want of a renewal never tried.
+func TestSlowClaimIsRenewedInTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := newLeaseStore(9 * time.Second)
-		dead := schedule.Record{Job: "j", Due: at(-time.Minute), Status: schedule.Running, Node: "dead", Attempt: 1}
-		require.NoError(t, store.Claim(context.Background(), dead)) // its lease runs until 9s
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(25*time.Second),
-			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithMisfire(schedule.MisfireSkip),
-			schedule.WithObserver(l.observe))
+		store.slowClaim = 8 * time.Second
+		j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(20*time.Second),
+			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithObserver(l.observe))
 		start(t, j)
-		time.Sleep(30 * time.Second)
+		time.Sleep(90 * time.Second)
 		stop(t, j)
-		var recovered []schedule.Record
-		for _, r := range l.recs() {
-			if r.Reason == schedule.Recovered {
-				recovered = append(recovered, r)
-			}
+		assert.Equal(t, []string{"1m0s Succeeded Scheduled 1m0s-1m28s"}, l.summary())
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		var s []string
+		for _, d := range store.renewed {
+			s = append(s, d.String())
 		}
-		require.Len(t, recovered, 1)
-		assert.Equal(t, schedule.Skipped, recovered[0].Status)
-		assert.Equal(t, 2, recovered[0].Attempt)
-		h, err := store.History(context.Background(), "j", 10)
-		require.NoError(t, err)
-		last := h[len(h)-1]
-		assert.Equal(t, at(-time.Minute), last.Due)
-		assert.Equal(t, schedule.Skipped, last.Status, "finished in the store")
-		assert.Equal(t, "n", last.Node)
+		assert.Equal(t, []string{"1m8.5s", "1m11.5s", "1m14.5s", "1m17.5s", "1m20.5s", "1m23.5s", "1m26.5s"}, s,
+			"the claim was sent at 1m0s: the first renewal comes half-way to 1m9s")
 	})
 }

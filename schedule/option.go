@@ -25,8 +25,10 @@ const (
 	OverlapBufferOne
 	// OverlapReplace: the context of the run in flight is cancelled (its
 	// Record is Canceled), and the new run starts as soon as it returns;
-	// two runs never overlap. k8s CronJob concurrencyPolicy Replace;
-	// Temporal SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER.
+	// two runs never overlap. A Recovered run is not cancelled: its slot
+	// was another node's, whose run may have been cut short, and would be
+	// lost; the new run waits for it to end. k8s CronJob concurrencyPolicy
+	// Replace; Temporal SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER.
 	OverlapReplace
 	// OverlapAllow: the new run starts at once, in parallel, up to
 	// WithMaxParallel runs (no limit by default); a slot beyond the limit
@@ -209,7 +211,9 @@ func WithNode(id string) Option {
 // WithObserver makes the job pass every Record it completes to f: each
 // run once it has ended (Succeeded, Failed, Canceled), and each slot that
 // did not run (Skipped, Missed). A slot another replica claimed first does
-// not reach f: it is that replica's. f runs on the job's goroutines, may be
+// not reach f: it is that replica's. A run given up because its lease could
+// not be renewed reaches f as Canceled, but its record stays Running in
+// the store, for another node to take the slot over. f runs on the job's goroutines, may be
 // called concurrently under OverlapAllow, and may call the Job's methods
 // (except Stop with a context that outlives f).
 func WithObserver(f func(Record)) Option {

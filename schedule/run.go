@@ -27,12 +27,14 @@ type active struct {
 	last   time.Time // the latest Due claimed, by this job or another, or read from the store
 	floor  time.Time // slots before it are never caught up: the job started, resumed or changed schedule then
 	outage bool      // the last store call failed: the next claim first catches up from last
+	look   bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
 }
 
 // A flight is a run in flight.
 type flight struct {
-	id     uint64
-	cancel context.CancelCauseFunc
+	id        uint64
+	cancel    context.CancelCauseFunc
+	recovered bool // a claim taken over from another node: OverlapReplace does not cancel it
 }
 
 // A pending run is one a runner will start: a slot, or a claim a LeaseStore
@@ -41,7 +43,8 @@ type pending struct {
 	run      Run
 	rec      Record
 	claimed  bool
-	buffered bool // OverlapBufferOne: the one run that follows the run in flight
+	since    time.Time // claimed: when Reclaim was called, the latest the store can have started its lease
+	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
 }
 
 // active returns j.x, making it if need be. The caller holds j.mu.
@@ -211,7 +214,9 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		}
 	case OverlapReplace:
 		for _, f := range x.runs {
-			f.cancel(errReplaced)
+			if !f.recovered { // a Recovered run is not replaced: the new runs wait for it
+				f.cancel(errReplaced)
+			}
 		}
 		obs = append(obs, j.dropQueueLocked(errReplaced)...)
 		x.queue = append(x.queue, runs...)
@@ -219,14 +224,10 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 	return obs
 }
 
-// drop returns the record of a pending run that will not run. A claimed
-// run's record keeps its Attempt, so that observe finishes it in the store.
+// drop returns the record of a pending run that will not run. It is
+// never a claimed run: reclaimTick hands those only to a runner of their
+// own, which leaves them to expire if it cannot start them.
 func (j *Job) drop(p pending, why error) Record {
-	if p.claimed {
-		r := p.rec
-		r.Status, r.Err = Skipped, why.Error()
-		return r
-	}
 	return j.record(p.run, Skipped, why)
 }
 
@@ -280,6 +281,12 @@ func (j *Job) runner(batch []pending) {
 			return
 		}
 		if j.state != jobStarted || j.paused {
+			if p.claimed {
+				// Not finished: its lease expires, and a replica takes
+				// it over again.
+				j.mu.Unlock()
+				continue
+			}
 			why := errStopped
 			if j.paused {
 				why = errPaused
@@ -292,7 +299,7 @@ func (j *Job) runner(batch []pending) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		x.flights++
 		cur = x.flights
-		x.runs = append(x.runs, flight{id: cur, cancel: cancel})
+		x.runs = append(x.runs, flight{id: cur, cancel: cancel, recovered: p.claimed})
 		j.mu.Unlock()
 
 		j.execute(ctx, cancel, x, p)
@@ -313,13 +320,29 @@ func (x *active) land(id uint64) {
 	}
 }
 
-// exitLocked accounts for a runner that exits. The caller holds j.mu.
+// exitLocked accounts for a runner that exits, and makes the look for
+// expired claims that found the job busy, if it is free now. The caller
+// holds j.mu.
 func (j *Job) exitLocked(x *active) {
 	x.runners--
 	if x.runners == 0 && x.idle != nil {
 		close(x.idle)
 		x.idle = nil
 	}
+	if x.look && j.freeLocked(x) && j.state == jobStarted && !j.paused && !j.next.IsZero() {
+		x.look = false
+		x.reclaim.Fire()
+	}
+}
+
+// freeLocked reports whether the overlap policy would start a run at once:
+// no run in flight, or under OverlapAllow fewer than WithMaxParallel. The
+// caller holds j.mu.
+func (j *Job) freeLocked(x *active) bool {
+	if c := j.cfg; c.overlap == OverlapAllow {
+		return c.maxParallel == 0 || x.runners < c.maxParallel
+	}
+	return x.runners == 0
 }
 
 // wait waits until no runner is left.
@@ -349,6 +372,7 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	c := j.cfg
 	r := p.run
 	rec := p.rec
+	since := p.since // when the lease began, at the latest
 	if p.claimed {
 		rec.Reason, rec.Start = Recovered, time.Now().Round(0)
 	} else {
@@ -357,6 +381,7 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 		}
 		rec = Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
 			Start: time.Now().Round(0), Node: c.nodeName(), Attempt: 1}
+		since = rec.Start
 		err := x.store.Claim(ctx, rec)
 		j.mu.Lock()
 		switch {
@@ -390,9 +415,10 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 		runCtx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	r.Attempt = rec.Attempt
 	var renew *circulation.Trigger
 	if ls := c.lease; ls != nil && ls.Lease() > 0 {
-		renew = j.renewer(ls, rec, cancel)
+		renew = j.renewer(ls, rec, since, cancel)
 	}
 	var err error
 	if ctx.Err() == nil { // not stopped or replaced since the claim
@@ -403,8 +429,12 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	}
 	rec.End = time.Now().Round(0)
 	rec.Status, rec.Err = outcome(ctx, runCtx, c.timeout, err)
-	if ferr := x.store.Finish(context.WithoutCancel(ctx), rec); ferr != nil {
-		rec.Err = joinErr(rec.Err, "schedule: finish: "+ferr.Error())
+	// A run that gave up its lease leaves the claim to expire, so that the
+	// slot is taken over and run again; any other outcome is recorded.
+	if !errors.Is(context.Cause(ctx), ErrLeaseNotRenewed) {
+		if ferr := x.store.Finish(context.WithoutCancel(ctx), rec); ferr != nil {
+			rec.Err = joinErr(rec.Err, "schedule: finish: "+ferr.Error())
+		}
 	}
 	if f := c.observer; f != nil {
 		f(rec)
@@ -491,52 +521,95 @@ func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc,
 }
 
 // renewer returns a started Trigger that renews the lease of rec every
-// Lease()/3 (every Lease()/6 after a failure) and cancels ctx with
-// ErrLeaseLost if the store says the lease is lost.
-func (j *Job) renewer(ls LeaseStore, rec Record, cancel context.CancelCauseFunc) *circulation.Trigger {
+// Lease()/3 (every Lease()/6 after a failure). It cancels ctx with
+// ErrLeaseLost if the store says the lease is lost, and with
+// ErrLeaseNotRenewed once a full Lease() has passed since the last
+// successful renewal, or since the claim (since) if none: the lease may
+// have expired by then, and the slot been taken over. No Renew outlives
+// that moment.
+func (j *Job) renewer(ls LeaseStore, rec Record, since time.Time, cancel context.CancelCauseFunc) *circulation.Trigger {
 	l := ls.Lease()
+	deadline := since.Add(l)
+	var last error // of the latest failed renewal
 	t := circulation.Bind(j.cfg.sched, func(rctx context.Context) (time.Duration, bool) {
-		err := ls.Renew(rctx, rec)
-		switch {
-		case err == nil:
-			return l / 3, true
-		case errors.Is(err, ErrLeaseLost):
-			cancel(ErrLeaseLost)
-			return 0, false
-		default:
-			return l / 6, true
+		if sent := time.Now(); sent.Before(deadline) {
+			ctx, stop := context.WithDeadline(rctx, deadline)
+			err := ls.Renew(ctx, rec)
+			stop()
+			switch {
+			case rctx.Err() != nil:
+				return 0, false // the run has ended
+			case err == nil:
+				deadline = sent.Add(l)
+				return l / 3, true
+			case errors.Is(err, ErrLeaseLost):
+				cancel(ErrLeaseLost)
+				return 0, false
+			}
+			last = err
+			if left := time.Until(deadline); left > 0 {
+				return min(l/6, left), true
+			}
 		}
+		cause := fmt.Errorf("%w for %v", ErrLeaseNotRenewed, l)
+		if last != nil {
+			cause = fmt.Errorf("%w: %w", cause, last)
+		}
+		cancel(cause)
+		return 0, false
 	})
-	t.FireAfter(l / 3)
+	// A claim that took long left less than a lease: renew half-way to its
+	// end.
+	t.FireAfter(min(l/3, time.Until(deadline)/2))
 	return t
 }
 
 // reclaimTick is the Func of a LeaseStore job's reclaim Trigger: it takes
 // over the expired claims of the job's name, each a run with Reason
-// Recovered under the overlap policy, and looks again after Lease().
+// Recovered, and looks again after Lease(). It calls Reclaim only while
+// the overlap policy would start a run at once, so that no claim it takes
+// over waits, is skipped or is replaced; if the job is busy, it looks
+// again as soon as it is free (exitLocked). A claim that arrives when the
+// job is no longer free (a slot started a run meanwhile, or the job was
+// paused or stopped) is left as it is: its new lease expires, and a free
+// replica, or this one later, takes it over.
 func (j *Job) reclaimTick(ctx context.Context) (time.Duration, bool) {
 	ls := j.cfg.lease
 	node := j.cfg.nodeName()
 	for range 1000 {
 		j.mu.Lock()
-		stopped, paused := j.state == jobStopped, j.paused
-		j.mu.Unlock()
-		if stopped {
+		x := j.x // set before the reclaim Trigger was bound
+		if j.state == jobStopped {
+			j.mu.Unlock()
 			return 0, false
 		}
-		if paused {
+		if j.paused {
+			j.mu.Unlock()
 			break
 		}
+		if !j.freeLocked(x) {
+			x.look = true
+			j.mu.Unlock()
+			break
+		}
+		x.look = false
+		j.mu.Unlock()
+		since := time.Now()
 		rec, err := ls.Reclaim(ctx, j.name, node)
 		if err != nil {
 			break
 		}
 		rec.Reason = Recovered
-		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, rec: rec, claimed: true}
+		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, rec: rec, claimed: true, since: since}
 		j.mu.Lock()
-		obs := j.submitLocked([]pending{p}, nil)
+		started := j.state == jobStarted && !j.paused
+		if started && j.freeLocked(x) {
+			x.runners++
+			go j.runner([]pending{p})
+		} else if started {
+			x.look = true
+		}
 		j.mu.Unlock()
-		j.observe(obs)
 	}
 	return ls.Lease(), true
 }

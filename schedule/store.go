@@ -18,6 +18,11 @@ var ErrNoRecord = errors.New("schedule: no record")
 // record's lease expired and another node took the slot over.
 var ErrLeaseLost = errors.New("schedule: lease lost")
 
+// ErrLeaseNotRenewed is the cause (context.Cause) of a run's context when
+// its Job could not renew the run's lease for a full Lease(): the store may
+// let another node take the slot over from then on.
+var ErrLeaseNotRenewed = errors.New("schedule: lease could not be renewed")
+
 // Status is the state of a run's Record.
 type Status uint8
 
@@ -72,8 +77,11 @@ type Store interface {
 // A LeaseStore is a Store whose claims hold a lease: a claim whose lease
 // is not renewed in time, by the store's clock, expires, and another node
 // may take the slot over with Reclaim. A Job on a LeaseStore renews the
-// lease of each run in flight every Lease()/3 and looks for expired claims
-// of its job at each slot and every Lease().
+// lease of each run in flight every Lease()/3, and gives the run up once
+// it could not renew it for a full Lease() (ErrLeaseNotRenewed). It looks
+// for expired claims of its job at each slot, every Lease(), and when a
+// run ends, but only while its overlap policy would start a run at once:
+// a busy Job leaves expired claims to a free replica, or to later.
 type LeaseStore interface {
 	Store
 	// Lease returns the length of a lease.

@@ -1,0 +1,266 @@
+package schedule_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// deadClaim claims the slot t0 for a node that died: its
+// lease runs until store.lease after now.
+func deadClaim(t *testing.T, store *leaseStore) {
+	t.Helper()
+	dead := schedule.Record{Job: "j", Due: t0, Status: schedule.Running, Node: "dead", Attempt: 1}
+	require.NoError(t, store.Claim(context.Background(), dead))
+}
+
+// deadRecord returns the store's record of the dead node's slot.
+func deadRecord(t *testing.T, store *leaseStore) schedule.Record {
+	t.Helper()
+	h, err := store.History(context.Background(), "j", 100)
+	require.NoError(t, err)
+	for _, r := range h {
+		if r.Due.Equal(t0) {
+			return r
+		}
+	}
+	t.Fatal("no record of the dead node's slot")
+	return schedule.Record{}
+}
+
+// A busy job takes over no expired claim: it looks for them again as
+// soon as it is free, and runs the one it finds at once. The claim is
+// never dropped as Skipped. Under OverlapBufferOne a job whose runs keep
+// overlapping its slots is never free: the claim stays expired in the
+// store for another replica.
+func TestBusyJobLeavesExpiredClaims(t *testing.T) {
+	for _, tc := range []struct {
+		overlap schedule.Overlap
+		want    []string
+		status  schedule.Status
+	}{
+		// 9s: the dead node's lease ends. 10s: the slot's run starts; the
+		// look at the slot finds the job busy. 22s: the run ends, the job
+		// looks again and takes the claim over.
+		{schedule.OverlapSkip, []string{"20s Skipped Scheduled", "10s Succeeded Scheduled 10s-22s",
+			"30s Skipped Scheduled", "0s Succeeded Recovered 22s-34s"}, schedule.Succeeded},
+		{schedule.OverlapBufferOne, []string{"10s Succeeded Scheduled 10s-22s", "20s Succeeded Scheduled 22s-34s"},
+			schedule.Running},
+	} {
+		t.Run(tc.overlap.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				store := newLeaseStore(9 * time.Second)
+				deadClaim(t, store)
+				j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(12*time.Second),
+					schedule.WithStore(store), schedule.WithNode("n"), schedule.WithOverlap(tc.overlap),
+					schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe))
+				start(t, j)
+				time.Sleep(39 * time.Second)
+				stop(t, j)
+				assert.Equal(t, tc.want, l.summary()[:len(tc.want)])
+				assert.Equal(t, 1, l.maxRun, "runs overlapped")
+				r := deadRecord(t, store)
+				assert.Equal(t, tc.status, r.Status)
+				if tc.status == schedule.Succeeded {
+					assert.Equal(t, "n", r.Node)
+					assert.Equal(t, 2, r.Attempt)
+				}
+				for _, r := range l.recs() {
+					if r.Reason == schedule.Recovered {
+						assert.Equal(t, schedule.Succeeded, r.Status, "%+v", r)
+					}
+				}
+			})
+		})
+	}
+}
+
+// A slot that starts a run while a Reclaim is on its way back makes the
+// job busy when the claim arrives: the job leaves it (no Finish, so its
+// new lease expires), and takes it over again once free.
+func TestReclaimRacingASlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := newLeaseStore(9 * time.Second)
+		deadClaim(t, store)
+		store.slow = 4 * time.Second
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(7*time.Second),
+			schedule.WithStore(store), schedule.WithNode("n"),
+			schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe))
+		start(t, j)
+		// 17s: the slot 10s's run ends; the job takes the claim over (lease
+		// until 26s), but the answer arrives at 21s, after the slot 20s
+		// started. 27s: that run ends; the job takes the claim over again.
+		time.Sleep(38 * time.Second)
+		stop(t, j)
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s", "20s Succeeded Scheduled 20s-27s",
+			"30s Skipped Scheduled", "0s Succeeded Recovered 27s-34s"}, l.summary())
+		assert.Equal(t, 1, l.maxRun, "runs overlapped")
+		r := deadRecord(t, store)
+		assert.Equal(t, schedule.Succeeded, r.Status)
+		assert.Equal(t, 3, r.Attempt)
+	})
+}
+
+// A slot that falls due while a Recovered run is in flight follows the
+// overlap policy, except that OverlapReplace does not cancel a Recovered
+// run: the slot waits for it, as under OverlapBufferOne.
+func TestRecoveredRunUnderTheOverlapPolicy(t *testing.T) {
+	skip := []string{"0s Succeeded Recovered 16s-22s", "10s Succeeded Scheduled 10s-16s", "20s Skipped Scheduled"}
+	wait := []string{"0s Succeeded Recovered 16s-22s", "10s Succeeded Scheduled 10s-16s", "20s Succeeded Scheduled 22s-28s"}
+	for _, tc := range []struct {
+		name string
+		opts []schedule.Option
+		want []string
+	}{
+		{"Skip", nil, skip},
+		{"BufferOne", []schedule.Option{schedule.WithOverlap(schedule.OverlapBufferOne)}, wait},
+		{"Replace", []schedule.Option{schedule.WithOverlap(schedule.OverlapReplace)}, wait},
+		{"Allow/1", []schedule.Option{schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMaxParallel(1)}, skip},
+		// Free at the slot 10s: the claim runs beside its run.
+		{"Allow", []schedule.Option{schedule.WithOverlap(schedule.OverlapAllow)},
+			[]string{"0s Succeeded Recovered 10s-16s", "10s Succeeded Scheduled 10s-16s", "20s Succeeded Scheduled 20s-26s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				store := newLeaseStore(9 * time.Second)
+				deadClaim(t, store)
+				opts := append([]schedule.Option{schedule.WithStore(store), schedule.WithNode("n"),
+					schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe)}, tc.opts...)
+				j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(6*time.Second), opts...)
+				start(t, j)
+				time.Sleep(29 * time.Second)
+				stop(t, j)
+				got := l.summary()
+				slices.Sort(got)
+				assert.Equal(t, tc.want, got)
+				r := deadRecord(t, store)
+				assert.Equal(t, schedule.Succeeded, r.Status)
+				assert.Equal(t, 2, r.Attempt)
+			})
+		})
+	}
+}
+
+// Run.Attempt is 1 for a run the job claimed, and the record's Attempt for
+// a Recovered run.
+func TestRunAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := newLeaseStore(9 * time.Second)
+		deadClaim(t, store)
+		var got []string
+		work := l.work(time.Second)
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), func(ctx context.Context, r schedule.Run) error {
+			l.mu.Lock()
+			got = append(got, fmt.Sprintf("%s %s attempt %d", since(r.Due), r.Reason, r.Attempt))
+			l.mu.Unlock()
+			return work(ctx, r)
+		}, schedule.WithStore(store), schedule.WithNode("n"), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		stop(t, j)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		assert.Equal(t, []string{"10s Scheduled attempt 1", "0s Recovered attempt 2"}, got)
+	})
+}
+
+// Expired claims planted among two replicas that keep running their own
+// slots, under every overlap policy: each planted slot runs once, to its
+// end, as Recovered, on one replica or the other, and a replica never runs
+// two runs at once unless the policy is OverlapAllow.
+func TestReclaimStress(t *testing.T) {
+	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow} {
+		t.Run(o.String(), func(t *testing.T) {
+			t.Parallel()
+			const dead = 40
+			store := newLeaseStoreKeep(20*time.Millisecond, 1<<14)
+			base := time.Now().Add(-time.Hour).Truncate(time.Second)
+			for i := range dead {
+				r := schedule.Record{Job: "j", Due: base.Add(time.Duration(i) * time.Millisecond), Status: schedule.Running, Node: "dead", Attempt: 1}
+				require.NoError(t, store.Claim(context.Background(), r))
+			}
+			var mu sync.Mutex
+			recovered := map[time.Time]int{} // runs of each planted slot that reached their end
+			var bad []string
+			inFlight := map[string]int{}
+			overlaps := 0
+			var jobs []*schedule.Job
+			for _, node := range []string{"a", "b"} {
+				j := schedule.NewJob("j", schedule.Every(2*time.Millisecond), func(ctx context.Context, r schedule.Run) error {
+					mu.Lock()
+					inFlight[node]++
+					if inFlight[node] > 1 {
+						overlaps++
+					}
+					mu.Unlock()
+					select {
+					case <-time.After(time.Duration(rand.IntN(3000)) * time.Microsecond):
+					case <-ctx.Done():
+					}
+					mu.Lock()
+					inFlight[node]--
+					if r.Reason == schedule.Recovered && ctx.Err() == nil {
+						recovered[r.Due]++
+					}
+					mu.Unlock()
+					return nil
+				}, schedule.WithStore(store), schedule.WithNode(node), schedule.WithOverlap(o),
+					schedule.WithMisfire(schedule.MisfireSkip),
+					schedule.WithObserver(func(r schedule.Record) {
+						if r.Reason == schedule.Recovered && r.Status != schedule.Succeeded && r.Status != schedule.Canceled {
+							mu.Lock()
+							bad = append(bad, fmt.Sprintf("%+v", r))
+							mu.Unlock()
+						}
+					}))
+				start(t, j)
+				jobs = append(jobs, j)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				n := len(recovered)
+				mu.Unlock()
+				if n == dead || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			for _, j := range jobs {
+				stop(t, j)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Len(t, recovered, dead, "planted slots that ran to their end")
+			for due, n := range recovered {
+				assert.Equal(t, 1, n, "slot %v ran to its end %d times", due, n)
+			}
+			assert.Empty(t, bad[:min(len(bad), 3)], "%d Recovered runs did not run to their end", len(bad))
+			if o != schedule.OverlapAllow {
+				assert.Zero(t, overlaps, "runs overlapped")
+			}
+			h, err := store.History(context.Background(), "j", 1<<14)
+			require.NoError(t, err)
+			for i := range dead {
+				due := base.Add(time.Duration(i) * time.Millisecond)
+				idx := slices.IndexFunc(h, func(r schedule.Record) bool { return r.Due.Equal(due) })
+				require.GreaterOrEqual(t, idx, 0)
+				assert.Equal(t, schedule.Succeeded, h[idx].Status, "slot %v", due)
+			}
+		})
+	}
+}
