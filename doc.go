@@ -35,10 +35,10 @@
 // is abandoned but never joined by a second one.
 //
 // Fire, FireAfter and Suspend take no lock: the whole state of a Trigger is
-// one uint32 (a reservation bit, a running bit, two bits that say whether
-// the run in flight was superseded or cancelled, and a 28-bit version)
-// changed by compare-and-swap; see state.go. A superseded timer is stopped at once, so a Trigger fired a
-// million times holds one timer, not a million.
+// one uint32 (a reservation bit, a running bit, two bits that say whether the
+// run in flight was superseded or cancelled, and a 28-bit version) changed by
+// compare-and-swap; see state.go. A superseded timer is stopped at once, so a
+// Trigger fired a million times holds one timer, not a million.
 //
 // Time is the Scheduler's: RuntimeScheduler (the default) uses
 // time.AfterFunc, so a Trigger works inside a testing/synctest bubble with the

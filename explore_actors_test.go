@@ -405,6 +405,9 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 			x.done(a)
 			x.arm(w, now)
 		default:
+			if a.ok && !a.sup {
+				x.failf("the run of v=%#x asked to run again and nothing superseded it, yet its answer was ignored", a.sv)
+			}
 			x.done(a)
 		}
 

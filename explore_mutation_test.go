@@ -126,12 +126,58 @@ var exMutants = []struct {
 	},
 	{
 		name: "finish keeps the cancel for the next iteration",
-		want: "no Suspend came since it began",
+		want: "cancelled or reserved, yet not superseded",
+		t: with(func(t *transitions) {
+			t.finish = func(s, _ uint32, ok bool) (uint32, exit) {
+				n, e := finish(s, ok)
+				if e == exitAgain {
+					n |= s & canceledBit
+				}
+				return n, e
+			}
+		}),
+	},
+	{
+		name: "finish keeps the cancel and the superseded bit for the next iteration",
+		want: "its answer was ignored",
 		t: with(func(t *transitions) {
 			t.finish = func(s, _ uint32, ok bool) (uint32, exit) {
 				n, e := finish(s, ok)
 				if e == exitAgain {
 					n |= s & (canceledBit | supersededBit)
+				}
+				return n, e
+			}
+		}),
+	},
+	{
+		name: "finish never arms",
+		want: "its answer was ignored",
+		t: with(func(t *transitions) {
+			t.finish = func(s, _ uint32, ok bool) (uint32, exit) { return finish(s, false) }
+		}),
+	},
+	{
+		name: "finish keeps the superseded bit for the reserved iteration",
+		want: "its answer was ignored",
+		t: with(func(t *transitions) {
+			t.finish = func(s, _ uint32, ok bool) (uint32, exit) {
+				n, e := finish(s, ok)
+				if e == exitAgain {
+					n |= s & supersededBit
+				}
+				return n, e
+			}
+		}),
+	},
+	{
+		name: "enter marks the iteration superseded",
+		want: "its answer was ignored",
+		t: with(func(t *transitions) {
+			t.enter = func(s, v uint32) (uint32, entry) {
+				n, e := enter(s, v)
+				if e == entryRun {
+					n |= supersededBit
 				}
 				return n, e
 			}

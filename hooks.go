@@ -12,7 +12,7 @@ var (
 	testHookSuspend func()
 	// testHookLoopEnd runs in loop after it gave up the running bit.
 	testHookLoopEnd func()
-	// testHookBegin runs in iterate before the iteration publishes its
+	// testHookBegin runs in begin before the iteration publishes its
 	// context.
 	testHookBegin func()
 )

@@ -18,17 +18,19 @@ import (
 // method lets the context package derive contexts from it without a
 // goroutine each, as it does from its own.
 type runContext struct {
-	state atomic.Uint32 // ctxCanceled | ctxWatched: lets cancel and Err skip mu when nobody watches
+	state atomic.Uint32 // ctxCanceled | ctxWatched: lets cancel and Err skip mu while nobody watches
+
+	cancelMu sync.Mutex // held by cancel while it runs the funcs, so that no cancel returns before they have run
 
 	mu     sync.Mutex
 	done   chan struct{}        // made by Done on demand; closed once cancelled
-	closed bool                 // done is closed
+	closed bool                 // done is closed, or would be: set with it, under mu
 	funcs  map[*func()]struct{} // registered by AfterFunc until cancel runs them
 }
 
 const (
-	ctxCanceled uint32 = 1 << iota // cancel has begun: Err reports context.Canceled
-	ctxWatched                     // Done or AfterFunc was called: cancel must take mu
+	ctxCanceled uint32 = 1 << iota // cancel has been called
+	ctxWatched                     // Done or AfterFunc was called: cancel and Err take mu
 )
 
 // Deadline reports that a run has no deadline.
@@ -42,19 +44,29 @@ func (c *runContext) Done() <-chan struct{} {
 		c.done = make(chan struct{})
 		// Either cancel's Or saw ctxWatched and closes done under mu,
 		// after this, or this Or sees ctxCanceled and closes it here.
-		if c.state.Or(ctxWatched)&ctxCanceled != 0 {
-			c.close()
+		canceled := c.state.Or(ctxWatched)&ctxCanceled != 0
+		if canceled || c.closed { // closed: AfterFunc saw the cancel before done existed
+			c.closed = true
+			close(c.done)
 		}
 	}
 	return c.done
 }
 
-// Err returns nil until the run is cancelled, then context.Canceled.
+// Err returns nil until the run is cancelled, then context.Canceled. Once
+// anyone watches the context, Err changes together with Done, under mu.
 func (c *runContext) Err() error {
-	if c.state.Load()&ctxCanceled != 0 {
-		return context.Canceled
+	s := c.state.Load()
+	if s&ctxWatched != 0 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.closed {
+			return nil
+		}
+	} else if s&ctxCanceled == 0 {
+		return nil
 	}
-	return nil
+	return context.Canceled
 }
 
 // Value returns nil: a run's context carries no values.
@@ -66,15 +78,16 @@ func (*runContext) String() string { return "circulation.run" }
 // AfterFunc arranges for f to run once the context is cancelled, and returns
 // a function that prevents that and reports whether it did. It is how the
 // context package cancels the contexts derived from this one: it passes an f
-// that cancels one, as context.WithCancel cancels its children (user
-// functions of context.AfterFunc get goroutines of their own). So cancel
-// calls f itself, right after it closes Done. If the context is already
-// cancelled, f starts in a goroutine, since the caller may hold a lock that
-// f takes.
+// that cancels one, as context.WithCancel cancels its children. So cancel
+// calls f itself, synchronously, right after it closes Done. It is not meant
+// for other callers: a user function belongs in context.AfterFunc, which
+// runs it in a goroutine of its own. If the context is already cancelled, f
+// starts in a goroutine, since the caller may hold a lock that f takes.
 func (c *runContext) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state.Or(ctxWatched)&ctxCanceled != 0 {
+		c.close()
 		go f()
 		return func() bool { return false }
 	}
@@ -92,20 +105,20 @@ func (c *runContext) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-// cancel cancels the context, unless it already is. If nobody has called
-// Done or AfterFunc, that is one atomic operation. Otherwise it closes Done
-// and, with no lock held (they call Err), calls the functions registered
-// with AfterFunc. Done and AfterFunc set ctxWatched under mu before they
-// look for ctxCanceled, so one of the two sides always sees the other.
+// cancel cancels the context. While nobody watches it, that is one atomic
+// operation. Otherwise every call waits until Done is closed and the
+// contexts derived from this one are cancelled, whoever got there first.
+// Done and AfterFunc set ctxWatched under mu before they look for
+// ctxCanceled, so one of the two sides always sees the other. The funcs run
+// without mu, since they call Err.
 func (c *runContext) cancel() {
-	old := c.state.Or(ctxCanceled)
-	if old&ctxCanceled != 0 || old&ctxWatched == 0 {
+	if c.state.Or(ctxCanceled)&ctxWatched == 0 {
 		return
 	}
+	c.cancelMu.Lock()
+	defer c.cancelMu.Unlock()
 	c.mu.Lock()
-	if c.done != nil {
-		c.close()
-	}
+	c.close()
 	funcs := c.funcs
 	c.funcs = nil
 	c.mu.Unlock()
@@ -114,10 +127,13 @@ func (c *runContext) cancel() {
 	}
 }
 
-// close closes done once. The caller holds mu.
+// close marks the context cancelled for Err and closes done if it exists,
+// once. The caller holds mu.
 func (c *runContext) close() {
 	if !c.closed {
-		close(c.done)
 		c.closed = true
+		if c.done != nil {
+			close(c.done)
+		}
 	}
 }

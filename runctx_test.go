@@ -79,3 +79,31 @@ func TestRunContextRace(t *testing.T) {
 		require.ErrorIs(t, c.Err(), context.Canceled)
 	}
 }
+
+// Err reports a cancel only once Done is closed, and a cancel that races
+// with another returns only once Done is closed, whichever of them won.
+func TestRunContextErrAndDoneTogether(t *testing.T) {
+	errEarly, returnedEarly := 0, 0
+	for range 5000 {
+		c := new(runContext)
+		done := c.Done()
+		var wg sync.WaitGroup
+		wg.Go(c.cancel)
+		for c.Err() == nil {
+		}
+		select {
+		case <-done:
+		default:
+			errEarly++
+		}
+		c.cancel() // the second cancel
+		select {
+		case <-done:
+		default:
+			returnedEarly++
+		}
+		wg.Wait()
+	}
+	assert.Zero(t, errEarly, "Err reported the cancel while Done was open")
+	assert.Zero(t, returnedEarly, "a second cancel returned while Done was open")
+}

@@ -137,12 +137,14 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 
 // schedule hands sh's callback to the Scheduler. If the Scheduler panics
 // (a stopped wheel.Wheel does), nothing was armed: the shot is retired, so
-// that Stop does not wait for it, and the panic goes on to the caller.
+// that Stop does not wait for it, the pending shot this arming superseded is
+// killed, as placing sh would have, and the panic goes on to the caller.
 func (t *Trigger) schedule(sh *shot, d time.Duration) {
 	armed := false
 	defer func() {
 		if !armed {
 			t.retire(sh, 2)
+			t.disarm()
 		}
 	}()
 	sh.timer = t.sched.AfterFunc(d, sh.fire)

@@ -308,8 +308,7 @@ type slRun struct {
 
 // slRuns returns the explorations to run. By default: up to 3 operations
 // and 3 shots on RuntimeScheduler, up to 2 operations on a misbehaving
-// Scheduler, both with the versions wrapping (the comparisons with newer
-// then cross the wrap). With -short or under the race detector: smaller.
+// Scheduler, both with the versions wrapping. With -short or under the race detector: smaller.
 // CIRCULATION_EXPLORE=full: up to 3 operations, from both bases, with up
 // to 4 shots on RuntimeScheduler and 3 on the misbehaving Scheduler (4 take
 // more than 20 GB there); this takes minutes and a few gigabytes.

@@ -80,7 +80,8 @@ func (t *Trigger) Fire() { t.FireAfter(0) }
 // FireAfter arranges for the Func to run once after d, superseding every
 // earlier Fire, FireAfter and Suspend: a pending earlier arming is cancelled
 // and its timer stopped, whether it was due sooner or later. A negative d
-// means zero.
+// means zero. If the Scheduler's AfterFunc panics, FireAfter panics with the
+// same value, having superseded the earlier armings all the same.
 //
 // If the Func is running when the run falls due, that run completes first and
 // the next one starts right after it. The result of the run in flight is then
@@ -144,8 +145,8 @@ func (t *Trigger) Suspend() {
 //
 // A stopped Trigger holds no goroutine and no timer, and it can be fired
 // again: Stop does not prevent later calls of Fire, so stop whatever calls
-// them first. Stop must not be called from inside the Func with a context
-// that outlives it: it would wait for itself. (The Func's own context is
+// them first. Stop must not be called from inside the Func, or from the
+// panic handler, with a context that outlives it: it would wait for itself. (The Func's own context is
 // cancelled by the Suspend, so Stop(ctx) with it returns at once.)
 func (t *Trigger) Stop(ctx context.Context) error {
 	t.Suspend()

@@ -167,3 +167,46 @@ func TestStalledArmingKeepsTheLatest(t *testing.T) {
 		require.NoError(t, tr.Stop(context.Background()))
 	}
 }
+
+// flakyScheduler is RuntimeScheduler, except that its AfterFunc panics
+// while fail is set.
+type flakyScheduler struct {
+	fail   atomic.Bool
+	mu     sync.Mutex
+	timers []*time.Timer
+}
+
+func (s *flakyScheduler) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	if s.fail.Load() {
+		panic("flaky: AfterFunc refused")
+	}
+	tm := time.AfterFunc(d, f)
+	s.mu.Lock()
+	s.timers = append(s.timers, tm)
+	s.mu.Unlock()
+	return tm
+}
+
+// A FireAfter whose Scheduler panics has still superseded the pending
+// arming: its timer is stopped, as a FireAfter that armed would stop it.
+func TestPanickingArmingStopsTheSuperseded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &flakyScheduler{}
+		var runs atomic.Int32
+		tr := circulation.Bind(s, func(context.Context) (time.Duration, bool) {
+			runs.Add(1)
+			return 0, false
+		})
+		tr.FireAfter(time.Hour)
+		s.fail.Store(true)
+		assert.Panics(t, func() { tr.FireAfter(time.Minute) })
+		s.fail.Store(false)
+		s.mu.Lock()
+		first := s.timers[0]
+		s.mu.Unlock()
+		assert.False(t, first.Stop(), "the superseded timer is still pending")
+		time.Sleep(2 * time.Hour)
+		assert.Zero(t, runs.Load())
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+}
