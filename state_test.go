@@ -255,6 +255,9 @@ func FuzzTransitions(f *testing.F) {
 			case 7: // a storm: k·2^28 + arg FireAfter calls, then a Suspend if arg is odd
 				k := uint64(arg%4) * (uint64(versionMask) + 1)
 				n := k + uint64(arg)
+				if n == 0 {
+					continue
+				}
 				for range n % (uint64(versionMask) + 1) {
 					s = advance(s)
 				}
