@@ -44,15 +44,17 @@ type Job struct {
 	cfg  *config              // shared defaultConfig unless options say otherwise
 
 	mu     sync.Mutex
-	state  uint8 // jobNew, jobStarted or jobStopped
+	state  uint8 // jobNew, jobStarting, jobStarted or jobStopped
 	paused bool
 	sched  Schedule
 	next   time.Time // the next slot; zero if none, or not started, stopped or paused
+	handed time.Time // the latest Due handed to a runner: a Manual run's Due is after it
 	x      *active   // nil until the job first needs it (a run, a store error, a lease)
 }
 
 const (
-	jobNew uint8 = iota
+	jobNew      uint8 = iota
+	jobStarting       // Start is reading the store
 	jobStarted
 	jobStopped
 )
@@ -91,6 +93,10 @@ func (j *Job) Name() string { return j.name }
 // ErrStarted is returned by Start on a Job started before.
 var ErrStarted = errors.New("schedule: job already started")
 
+// ErrStopped is returned by Start on a Job that Stop was called on, before
+// Start or while Start read the store. The job never runs.
+var ErrStopped = errors.New("schedule: job stopped")
+
 // Start reads the job's last record from its store, applies the Misfire
 // policy to the slots that passed since (a job with no record catches up
 // nothing), and arms the job for its first slot strictly after now, which
@@ -99,17 +105,33 @@ var ErrStarted = errors.New("schedule: job already started")
 //
 // A store that fails here does not prevent the start: the job treats it as
 // an outage and applies the Misfire policy at its first slot whose claim
-// succeeds. Start returns ErrStarted if the job was started before, and
-// ctx.Err() if ctx is done before it reads the store.
+// succeeds. Start returns ErrStarted if the job was started before, or
+// another Start is under way; ErrStopped if Stop was called before Start
+// returned; and ctx.Err() if ctx is done before it reads the store (the
+// job can then be started again).
 func (j *Job) Start(ctx context.Context) error {
 	j.mu.Lock()
-	if j.state != jobNew {
+	switch j.state {
+	case jobNew:
+		j.state = jobStarting
+	case jobStopped:
+		j.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrStopped, j.name)
+	default:
 		j.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrStarted, j.name)
 	}
 	j.mu.Unlock()
-	if err := ctx.Err(); err != nil {
+	abort := func(err error) error {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.state == jobStarting {
+			j.state = jobNew
+		}
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return abort(err)
 	}
 	var last Record
 	known, outage := false, false
@@ -120,17 +142,19 @@ func (j *Job) Start(ctx context.Context) error {
 			last, known = r, true
 		case errors.Is(err, ErrNoRecord):
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return abort(ctx.Err())
 		default:
 			outage = true
 		}
 	}
 
 	var obs []Record
+	stopped := false
 	func() {
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		if j.state != jobNew {
+		if j.state != jobStarting {
+			stopped = true // by Stop, which leaves nothing for the job to run
 			return
 		}
 		j.state = jobStarted
@@ -153,6 +177,9 @@ func (j *Job) Start(ctx context.Context) error {
 		}
 		j.armLocked(now)
 	}()
+	if stopped {
+		return fmt.Errorf("%w: %q", ErrStopped, j.name)
+	}
 	j.observe(obs)
 	if x := j.lease(); x != nil {
 		x.reclaim.Fire()
@@ -182,17 +209,19 @@ func (j *Job) Next() time.Time {
 
 // Pause stops the job's slots from falling due until Resume: slots during
 // a pause are neither run nor missed. Runs in flight go on; runs waiting
-// to follow them (OverlapBufferOne, OverlapReplace, catch-ups) are
+// to follow them (OverlapBufferOne, OverlapReplace, catch-ups), and the
+// slot due at the moment of Pause if its run has not started, are
 // Skipped. A paused job's RunNow is Skipped. Pause before Start makes the
 // job start paused.
 func (j *Job) Pause() {
 	var obs []Record
 	j.mu.Lock()
 	if !j.paused && j.state != jobStopped {
+		obs = j.handDueLocked(time.Now().Round(0))
 		j.paused = true
 		j.next = time.Time{}
 		j.t.Suspend()
-		obs = j.dropQueueLocked(errPaused)
+		obs = append(obs, j.dropQueueLocked(errPaused)...)
 	}
 	j.mu.Unlock()
 	j.observe(obs)
@@ -215,30 +244,47 @@ func (j *Job) Resume() {
 }
 
 // SetSchedule makes s the job's schedule: its next slot is the first of s
-// strictly after now, which Next reports once SetSchedule returns. The
-// latest call wins. A job whose schedule had ended runs again on s.
+// strictly after now, which Next reports once SetSchedule returns. A slot
+// of the old schedule due by now is handled first, as it would have been.
+// The latest call wins. A job whose schedule had ended runs again on s.
 // SetSchedule panics if s is nil.
 func (j *Job) SetSchedule(s Schedule) {
 	if s == nil {
 		panic("schedule: SetSchedule with a nil Schedule")
 	}
+	var obs []Record
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.sched = s
 	if j.state == jobStarted && !j.paused {
 		now := time.Now().Round(0)
+		obs = j.handDueLocked(now)
+		j.sched = s
 		j.noCatchUpBeforeLocked(now)
 		j.armLocked(now)
+	} else {
+		j.sched = s
 	}
+	j.mu.Unlock()
+	j.observe(obs)
 }
 
-// RunNow runs the job now, with Reason Manual and Due the current time,
-// under the overlap policy. It does nothing before Start or after Stop.
+// RunNow runs the job now, with Reason Manual, under the overlap policy.
+// Its Due is the current time, or a nanosecond after the latest Due the
+// job handed out if that is not before now, so that each run of the job
+// has its own (Job, Due). If another replica sharing the store claimed
+// that Due first, the run is Skipped. RunNow does nothing before Start or
+// after Stop.
 func (j *Job) RunNow() {
 	var obs []Record
 	j.mu.Lock()
 	if j.state == jobStarted {
-		r := Run{Job: j.name, Due: time.Now().Round(0), Reason: Manual}
+		now := time.Now().Round(0)
+		obs = j.handDueLocked(now) // a slot due now goes first, with its own Due
+		due := now
+		if !due.After(j.handed) {
+			due = j.handed.Add(1)
+		}
+		j.handed = due
+		r := Run{Job: j.name, Due: due, Reason: Manual}
 		if j.paused {
 			obs = append(obs, j.record(r, Skipped, errPaused))
 		} else {
@@ -266,13 +312,19 @@ func (j *Job) Stop(ctx context.Context) error {
 	j.t.Suspend()
 	x := j.x
 	if x != nil {
-		for _, f := range x.runs {
-			f.cancel(errStopped)
-		}
 		obs = j.dropQueueLocked(errStopped)
 	}
 	j.mu.Unlock()
+	// The records of the runs that will not run reach the Observer before
+	// the runs in flight are cancelled, and so before their own records.
 	j.observe(obs)
+	if x != nil {
+		j.mu.Lock()
+		for _, f := range x.runs {
+			f.cancel(errStopped)
+		}
+		j.mu.Unlock()
+	}
 	err := j.t.Stop(ctx)
 	if x == nil {
 		return err
@@ -298,7 +350,6 @@ var (
 // when to wake next. It never runs the job's Func itself.
 func (j *Job) tick(context.Context) (time.Duration, bool) {
 	now := time.Now().Round(0)
-	var obs []Record
 	j.mu.Lock()
 	if j.state != jobStarted || j.paused || j.next.IsZero() {
 		j.mu.Unlock()
@@ -309,22 +360,37 @@ func (j *Job) tick(context.Context) (time.Duration, bool) {
 		j.mu.Unlock()
 		return d, true
 	}
-	obs = j.dueLocked(j.next, now, false)
-	j.next = next(j.sched, now)
+	obs := j.handDueLocked(now)
 	var d time.Duration
 	if !j.next.IsZero() {
 		d = min(j.next.Sub(now), maxWait)
 	}
 	ok := !j.next.IsZero()
-	if !ok && j.x != nil && j.x.reclaim != nil {
-		j.x.reclaim.Suspend() // the schedule has ended: the job holds no timer
-	}
 	j.mu.Unlock()
 	j.observe(obs)
 	if x := j.lease(); x != nil && ok {
 		x.reclaim.Fire()
 	}
 	return d, ok
+}
+
+// handDueLocked does what tick does when the job's next slot has fallen
+// due by now: it hands the slots due to runners and moves the next slot
+// past now. It returns the records of the slots that do not run. Pause,
+// SetSchedule and RunNow call it first, so that a slot due whose tick has
+// not run yet is neither dropped nor run after them. The caller re-arms
+// the Trigger if need be; a Trigger still armed for the slot just finds
+// an early wake.
+func (j *Job) handDueLocked(now time.Time) []Record {
+	if j.state != jobStarted || j.paused || j.next.IsZero() || now.Before(j.next) {
+		return nil
+	}
+	obs := j.dueLocked(j.next, now, false)
+	j.next = next(j.sched, now)
+	if j.next.IsZero() && j.x != nil && j.x.reclaim != nil {
+		j.x.reclaim.Suspend() // the schedule has ended: the job holds no timer
+	}
+	return obs
 }
 
 // lease returns the job's active state if its store is a LeaseStore.

@@ -195,3 +195,28 @@ func TestEarlyTimersNeverRunASlotEarly(t *testing.T) {
 		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s", "20s Succeeded Scheduled 20s-21s"}, l.summary())
 	})
 }
+
+// With WithGrace(0), a run is on time only if the job wakes at the very
+// time of its slot.
+func TestZeroGrace(t *testing.T) {
+	for _, c := range []struct {
+		timer circulation.Scheduler
+		m     schedule.Misfire
+		want  []string
+	}{
+		{circulation.RuntimeScheduler{}, schedule.MisfireRunOnce, []string{"1s Succeeded Scheduled 1s-1s", "2s Succeeded Scheduled 2s-2s"}},
+		{circulation.RuntimeScheduler{}, schedule.MisfireSkip, []string{"1s Succeeded Scheduled 1s-1s", "2s Succeeded Scheduled 2s-2s"}},
+		{late(time.Nanosecond), schedule.MisfireRunOnce, []string{"1s Succeeded CatchUp 1.000000001s-1.000000001s", "2s Succeeded CatchUp 2.000000001s-2.000000001s"}},
+		{late(time.Nanosecond), schedule.MisfireSkip, []string{"1s Missed CatchUp", "2s Missed CatchUp"}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			var l journal
+			j := schedule.NewJob("j", schedule.Every(time.Second), l.work(0), schedule.WithGrace(0),
+				schedule.WithMisfire(c.m), schedule.WithScheduler(c.timer), schedule.WithObserver(l.observe))
+			start(t, j)
+			time.Sleep(2500 * time.Millisecond)
+			stop(t, j)
+			assert.Equal(t, c.want, l.summary(), "%T %v", c.timer, c.m)
+		})
+	}
+}

@@ -164,9 +164,10 @@ func WithMisfire(m Misfire) Option {
 // WithGrace sets how late a slot's run may start and still be on time
 // (default 1s). A slot whose run cannot start within d of its due time is
 // missed, and its fate is the Misfire policy's. Keep d above the lateness
-// of the job's Scheduler: with d = 0 no run is ever on time, so that
-// MisfireRunOnce runs every slot as a CatchUp and MisfireSkip runs none.
-// A negative d means zero.
+// of the job's Scheduler: with d = 0 a run is on time only if the job
+// wakes at the very time of its slot, which a real timer seldom does, so
+// that MisfireRunOnce runs nearly every slot as a CatchUp and MisfireSkip
+// nearly none. A negative d means zero.
 func WithGrace(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.grace = max(d, 0) })
 }

@@ -163,6 +163,11 @@ func dueSlots(s Schedule, first, now time.Time, limit int) (head []time.Time, la
 // submitLocked hands runs to a runner under the overlap policy, and
 // returns obs with the records of those that will not run.
 func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
+	for _, p := range runs {
+		if !p.claimed && p.run.Due.After(j.handed) {
+			j.handed = p.run.Due
+		}
+	}
 	if j.state != jobStarted || j.paused {
 		why := errStopped
 		if j.paused {
@@ -395,9 +400,9 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 		}
 		j.mu.Unlock()
 		switch {
-		case errors.Is(err, ErrClaimed):
-			return
-		case err != nil:
+		case errors.Is(err, ErrClaimed) && r.Reason != Manual:
+			return // the slot is another replica's, which records it
+		case err != nil: // a Manual run's Due is its own: another one's claim is not its run
 			s := j.record(r, Skipped, nil)
 			if cause := context.Cause(ctx); cause != nil {
 				s.Err = cause.Error()

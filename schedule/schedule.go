@@ -203,7 +203,9 @@ func (u union) Next(t time.Time) time.Time {
 }
 
 // Upcoming returns the first n times of s after after, fewer if s has
-// fewer. It stops at a time that is not after the one before it.
+// fewer. It stops at a time that is not after the one before it. It
+// allocates for the times it returns, not for n: a huge n is cheap with a
+// Schedule that ends.
 func Upcoming(s Schedule, after time.Time, n int) []time.Time {
 	var ts []time.Time
 	t := after

@@ -171,3 +171,14 @@ func rel(base time.Time, ts []time.Time) []time.Duration {
 	}
 	return d
 }
+
+// Upcoming allocates for the times it returns, not for n.
+func TestUpcomingHugeN(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := schedule.At(now.Add(time.Hour), now.Add(2*time.Hour))
+	var got []time.Time
+	allocs := testing.AllocsPerRun(10, func() { got = schedule.Upcoming(s, now, math.MaxInt) })
+	assert.Equal(t, []time.Time{now.Add(time.Hour), now.Add(2 * time.Hour)}, got)
+	assert.LessOrEqual(t, allocs, 2.0)
+	assert.Empty(t, schedule.Upcoming(s, now, math.MinInt))
+}
