@@ -31,7 +31,7 @@ func WithLocation(loc *time.Location) TableOption {
 func WithStore(s schedule.Store) TableOption {
 	return tableOption(func(t *Table) {
 		if s != nil {
-			t.store = track(s)
+			t.store = s
 		}
 	})
 }

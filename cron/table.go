@@ -31,7 +31,8 @@ type Handler func(ctx context.Context, businessID string, r schedule.Run) error
 type Table struct {
 	handlers map[string]Handler
 	loc      *time.Location
-	store    *tracker
+	store    schedule.Store
+	flying   *tracker // the runs in flight of every job, by name
 	jobOpts  []schedule.Option
 
 	mu       sync.Mutex // guards the fields below
@@ -64,7 +65,7 @@ var ErrTableStopped = errors.New("cron: table stopped")
 // name. NewTable panics if a handler is nil.
 func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 	t := &Table{handlers: make(map[string]Handler, len(handlers)), loc: time.Local,
-		tasks: map[string]*entry{}, last: map[string]*entry{}, draining: map[*entry]bool{}}
+		flying: newTracker(), tasks: map[string]*entry{}, last: map[string]*entry{}, draining: map[*entry]bool{}}
 	for name, h := range handlers {
 		if h == nil {
 			panic("cron: NewTable with a nil Handler " + strconv.Quote(name))
@@ -75,7 +76,7 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 		o.apply(t)
 	}
 	if t.store == nil {
-		t.store = track(schedule.NewMemoryStore(100))
+		t.store = schedule.NewMemoryStore(100)
 	}
 	return t
 }
@@ -225,8 +226,10 @@ func (t *Table) newEntryLocked(c *compiled, seen time.Time) *entry {
 	t.tasks[name], t.last[name] = e, e
 	e.c.Store(c)
 	opts := append(slices.Clip(t.jobOpts),
-		schedule.WithStore(t.store.jobStore()), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))
+		schedule.WithStore(t.store), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))
 	e.job = schedule.NewJob(c.def.Name, c.schedule(seen), func(ctx context.Context, r schedule.Run) error {
+		t.flying.enter(name)
+		defer t.flying.exit(name)
 		c := e.c.Load()
 		return t.handlers[c.def.Handler](ctx, c.def.BusinessID, r)
 	}, opts...)
@@ -255,8 +258,11 @@ func (t *Table) drain(e *entry) {
 	if e.after != nil {
 		<-e.after.stopped // e's job may have been started after it
 	}
-	_ = t.store.wait(context.Background(), e.job.Name())
-	_ = e.job.Stop(context.Background()) // nothing in flight: returns at once
+	_ = t.flying.wait(context.Background(), e.job.Name())
+	// No Func of the job is running. Stop cancels a run that its runner
+	// took before Pause but has not called the Func for yet, and waits for
+	// it; the job replacing e starts only then.
+	_ = e.job.Stop(context.Background())
 	t.mu.Lock()
 	delete(t.draining, e)
 	if t.last[e.job.Name()] == e {

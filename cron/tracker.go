@@ -3,33 +3,25 @@ package cron
 import (
 	"context"
 	"sync"
-	"time"
-
-	"github.com/circulation-go/circulation/schedule"
 )
 
-// A tracker wraps a Store to count the runs in flight of each job: from
-// the claim of a slot (or the takeover of an expired one) to its Finish.
-// A Table waits on it for a removed task's run to return.
+// A tracker counts the runs in flight of each job: the calls of its Func
+// that have not returned. A Table waits on it for a removed task's run to
+// return.
+//
+// It counts calls, not claims in the Store: a job leaves some claims
+// unfinished on purpose (a run that gave up its lease, a claim taken over
+// while the job was busy, paused or stopped), and a count of claims would
+// then never drop. A call always returns, or its goroutine exits, and
+// exit is deferred.
 type tracker struct {
-	schedule.Store
-
 	mu     sync.Mutex
 	flying map[string]int
 	idle   map[string]chan struct{} // closed when the job's count drops to zero
 }
 
-func track(s schedule.Store) *tracker {
-	return &tracker{Store: s, flying: map[string]int{}, idle: map[string]chan struct{}{}}
-}
-
-// jobStore returns the store to give the jobs: the tracker, as a
-// LeaseStore if the store it wraps is one.
-func (t *tracker) jobStore() schedule.Store {
-	if ls, ok := t.Store.(schedule.LeaseStore); ok {
-		return leaseTracker{t, ls}
-	}
-	return t
+func newTracker() *tracker {
+	return &tracker{flying: map[string]int{}, idle: map[string]chan struct{}{}}
 }
 
 func (t *tracker) enter(job string) {
@@ -73,36 +65,4 @@ func (t *tracker) wait(ctx context.Context, job string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func (t *tracker) Claim(ctx context.Context, r schedule.Record) error {
-	t.enter(r.Job)
-	err := t.Store.Claim(ctx, r)
-	if err != nil {
-		t.exit(r.Job)
-	}
-	return err
-}
-
-func (t *tracker) Finish(ctx context.Context, r schedule.Record) error {
-	defer t.exit(r.Job)
-	return t.Store.Finish(ctx, r)
-}
-
-// A leaseTracker is a tracker of a LeaseStore.
-type leaseTracker struct {
-	*tracker
-	ls schedule.LeaseStore
-}
-
-func (l leaseTracker) Lease() time.Duration { return l.ls.Lease() }
-
-func (l leaseTracker) Renew(ctx context.Context, r schedule.Record) error { return l.ls.Renew(ctx, r) }
-
-func (l leaseTracker) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
-	r, err := l.ls.Reclaim(ctx, job, node)
-	if err == nil {
-		l.enter(job)
-	}
-	return r, err
 }
