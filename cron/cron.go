@@ -69,8 +69,9 @@ func parseError(field, text, reason string) *ParseError {
 // The spec has five fields (minute hour day-of-month month day-of-week) or
 // six (second first). A field is *, or a comma-separated list of values
 // and ranges (a-b), each optionally with a step (*/n, a-b/n, or a/n for
-// a through the field's last value). Months and days of the week may be
-// given by their English three-letter names in any case; Sunday is 0 or 7.
+// a through the field's last value: Saturday, 6, in the day of the week,
+// where 7/n is Sunday). Months and days of the week may be given by their
+// English three-letter names in any case; Sunday is 0 or 7.
 // ? means * in any field. When both day fields are restricted (neither
 // starts with * or ?), a day matches if either matches, as crontab(5) says.
 //

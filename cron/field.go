@@ -125,7 +125,7 @@ func (fd *field) parseItem(text, item string) (uint64, error) {
 		}
 		hi = lo
 		if hasStep { // a/n is a through the last value, every n
-			hi = fd.last()
+			hi = max(fd.last(), lo) // 7/n in the day of the week: 7, Sunday
 		}
 	}
 	var bits uint64
