@@ -28,7 +28,7 @@ var impls = map[string]func(tick time.Duration) scheduler{
 		return wheelScheduler{wheel.New(wheel.WithTick(tick))}
 	},
 	"go-zero": newGoZero,
-	// Variants of the wheel that decided its design (see wheel/doc.go):
+	// Variants of the wheel that decided its design (see wheel/DESIGN.md):
 	// callbacks on the wheel's goroutine (inline), a goroutine per
 	// callback (go), a fixed pool of 8 workers (pool), one shard, other
 	// numbers of slots per level.
