@@ -78,15 +78,23 @@ func (sh *shot) run() {
 
 // kill cancels a superseded shot. The caller owns it.
 func (t *Trigger) kill(sh *shot) {
-	// A claimed shot's callback has started (or its timer was stopped):
-	// Stop could only report false, so spare the timer's lock. A shot
-	// started as a goroutine has no timer to stop: its callback will find
-	// it dead.
-	if f := sh.flags.Or(shotDead); f&(shotClaimed|shotGo) == 0 && sh.timer.Stop() && sh.claim() {
+	if t.cancel(sh) {
 		t.retire(sh, 2) // the callback will never run: drop its reference too
 		return
 	}
 	t.release(sh, 1)
+}
+
+// cancel marks a superseded shot dead and stops its timer. It reports
+// whether the callback will never run: the caller, which owns the shot,
+// then holds both its references, and the shot still counts in live.
+func (t *Trigger) cancel(sh *shot) bool {
+	// A claimed shot's callback has started (or its timer was stopped):
+	// Stop could only report false, so spare the timer's lock. A shot
+	// started as a goroutine has no timer to stop: its callback will find
+	// it dead.
+	f := sh.flags.Or(shotDead)
+	return f&(shotClaimed|shotGo) == 0 && sh.timer.Stop() && sh.claim()
 }
 
 // retire accounts for a shot whose timer is done, then drops n references.
@@ -115,6 +123,9 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
+	if d > 0 && t.recycle && t.rearmPending(v, d) {
+		return
+	}
 	sh := t.newShot(v, d)
 	t.live.Add(1)
 	if d == 0 && t.recycle {
@@ -133,6 +144,34 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 		t.schedule(sh, d)
 	}
 	t.place(sh)
+}
+
+// rearmPending is arm for a delay on the runtime's timers when a shot is
+// pending: it takes the shot out of the slot, and if that shot is stale and
+// its timer stops before its callback starts, re-arms the same shot and
+// *time.Timer for version v, which then keeps the place in live the stale
+// arming had. That spares arm a shot from the spare slot, two updates of
+// live and the recycling of the stale shot. It reports whether it armed v,
+// or found that a later call superseded v, so that arm has nothing to do.
+func (t *Trigger) rearmPending(v uint32, d time.Duration) bool {
+	old := t.pending.Swap(nil)
+	if old == nil {
+		return false
+	}
+	if old.version.Load() == version(t.state.Load()) { // read while we own old
+		// The current arming's, so v is superseded: put it back.
+		t.place(old)
+		return true
+	}
+	if !t.cancel(old) {
+		t.release(old, 1)
+		return false
+	}
+	old.version.Store(v)
+	old.flags.Store(0)
+	old.timer.(*time.Timer).Reset(d)
+	t.place(old)
+	return true
 }
 
 // schedule hands sh's callback to the Scheduler. If the Scheduler panics

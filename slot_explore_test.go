@@ -8,6 +8,11 @@ package circulation
 //
 //	arm op     advance the version (the state CAS) to v; newShot; live.Add(1);
 //	           AfterFunc; settle(sh); c := version(state.Load()); c != v ? disarm()
+//	           or, with a delay on RuntimeScheduler, rearmPending first:
+//	           old := Swap(nil); nil ? arm as above :
+//	           old's == version(state.Load()) ? settle(old), check, done :
+//	           Or(dead); Stop() && claim() ? re-arm old for v, settle(old), check :
+//	           release(old, 1), then arm as above
 //	disarm op  advance the version (Suspend, or Fire reserving); disarm()
 //	settle(sh) old := Swap(sh); nil ? return; c := version(state.Load());
 //	           old's != c || sh's == c ? kill(old) : settle(old)
@@ -84,6 +89,9 @@ func (x *slExplorer) canon(w *slWorld, names []string) slKey {
 		}
 		if a.retire {
 			p |= 1 << 19
+		}
+		if a.reuse {
+			p |= 1 << 36
 		}
 		if a.pc == pcDone {
 			p = 0
@@ -361,6 +369,7 @@ var slMutants = []struct {
 	{"disarm kills the current shot", false, "killed while it is the latest arming"},
 	{"kill trusts Stop alone", true, "negative"},
 	{"release recycles one reference early", false, "which was recycled"},
+	{"rearmPending re-arms a shot whose timer did not stop", false, "live is negative"},
 }
 
 func TestExploreSlotMutants(t *testing.T) {

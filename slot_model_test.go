@@ -38,7 +38,9 @@ type slShot struct {
 const (
 	pcDone uint8 = iota
 	pcArmAdvance
-	pcArmCheck // c := version(state.Load()) after settle
+	pcArmCheck     // c := version(state.Load()) after settle
+	pcArmTake      // rearmPending: old := Swap(nil)
+	pcArmTakeCheck // rearmPending: is old the current version's?
 	pcDisarmAdvance
 	pcDisarmSwap
 	pcDisarmCheck // is the shot taken out the current version's?
@@ -57,6 +59,7 @@ const (
 type slActor struct {
 	pc     uint8
 	ret    bool   // inside a settle that is followed by a check of the version (place)
+	reuse  bool   // rearmPending: cancelling the stale shot to re-arm it; on failure, arm a new one
 	retire bool   // pcRelease: retire first (live.Add(-1))
 	n      int8   // references release drops
 	sh     int8   // the shot being worked on
@@ -104,6 +107,10 @@ func (x *slExplorer) choices(w *slWorld, i int) int {
 		return 0
 	case pcExtraDelivery:
 		return int(w.nShots)
+	case pcArmAdvance:
+		if !x.m.misbehave {
+			return 2 // arm with no delay, or with one (rearmPending): RuntimeScheduler only
+		}
 	}
 	return 1
 }
@@ -158,15 +165,36 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 			a.pc = pcDisarmSwap
 			return true
 		}
-		x.newShot(w, a)
-		w.live++
-		a.pc, a.ret = pcSettleSwap, true
-		if x.m.mutant == "arm does not check the version after settle" {
-			a.ret = false
+		if c == 1 {
+			a.pc = pcArmTake // rearmPending: a delay on RuntimeScheduler
+			return true
 		}
+		x.armNew(w, a)
+
+	case pcArmTake:
+		old := w.slot
+		w.slot = slNone
 		if log {
-			x.logf(", live.Add(1): %d, AfterFunc", w.live)
+			x.logf("rearmPending: Swap(nil) -> %s", x.name(w, old))
 		}
+		if old == slNone {
+			x.armNew(w, a)
+			return true
+		}
+		x.take(w, a, old)
+		a.pc = pcArmTakeCheck
+
+	case pcArmTakeCheck:
+		ov := x.shot(w, a).v
+		if log {
+			x.logf("state.Load: v=%#x", w.ver)
+		}
+		if ov == w.ver {
+			// The current arming's: put it back; this arming is over.
+			a.v, a.ret, a.pc = ov, true, pcSettleSwap
+			return true
+		}
+		a.reuse, a.pc = true, pcKillDead
 
 	case pcArmCheck:
 		c := w.ver
@@ -273,16 +301,23 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		if log {
 			x.logf("Stop() -> %v", stopped)
 		}
-		if stopped {
+		switch {
+		case stopped:
 			a.pc = pcKillClaim
-		} else {
+		case a.reuse && x.m.mutant == "rearmPending re-arms a shot whose timer did not stop":
+			x.reuseShot(w, a)
+		default:
 			a.n, a.pc = 1, pcRelease
 		}
 
 	case pcKillClaim:
-		if x.claim(w, a) || x.m.mutant == "kill trusts Stop alone" {
+		won := x.claim(w, a) || x.m.mutant == "kill trusts Stop alone"
+		switch {
+		case won && a.reuse:
+			x.reuseShot(w, a)
+		case won:
 			a.n, a.retire, a.pc = 2, true, pcRelease
-		} else {
+		default:
 			a.n, a.pc = 1, pcRelease
 		}
 
@@ -335,6 +370,11 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		}
 		x.release(w, a)
 		a.retire, a.n = false, 0
+		if a.reuse { // rearmPending could not re-arm the stale shot: arm goes on
+			a.reuse, a.sh, a.gen = false, slNone, 0
+			x.armNew(w, a)
+			return true
+		}
 		x.ret(a)
 	}
 	return true
@@ -366,6 +406,35 @@ func (x *slExplorer) newShot(w *slWorld, a *slActor) {
 	sh.v, sh.refs, sh.timer = a.v, 2, tmArmed
 	a.sh, a.gen = i, sh.gen
 	x.spawnCallbacks(w, i)
+}
+
+// armNew is the rest of arm after the state CAS: newShot, live.Add(1),
+// AfterFunc or Reset, then place.
+func (x *slExplorer) armNew(w *slWorld, a *slActor) {
+	x.newShot(w, a)
+	w.live++
+	a.pc, a.ret = pcSettleSwap, true
+	if x.m.mutant == "arm does not check the version after settle" {
+		a.ret = false
+	}
+	if x.log != nil {
+		x.logf(", live.Add(1): %d, AfterFunc", w.live)
+	}
+}
+
+// reuseShot is the end of rearmPending: the stale shot a holds was
+// cancelled before its callback started, so a holds both references and
+// the shot still counts in live. It becomes a new incarnation for a.v, its
+// timer Reset, and goes to place.
+func (x *slExplorer) reuseShot(w *slWorld, a *slActor) {
+	sh := x.shot(w, a)
+	*sh = slShot{v: a.v, gen: sh.gen + 1, timer: tmArmed, refs: sh.refs}
+	a.gen, a.reuse = sh.gen, false
+	x.spawnCallbacks(w, a.sh)
+	a.pc, a.ret = pcSettleSwap, true
+	if x.log != nil {
+		x.logf("; re-armed for v=%#x: Reset", a.v)
+	}
 }
 
 // release is release: it drops a.n references and recycles the shot when
