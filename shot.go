@@ -49,7 +49,10 @@ func (t *Trigger) newShot(v uint32, d time.Duration) *shot {
 		sh.fire = sh.run
 	}
 	sh.version.Store(v)
-	if d == 0 {
+	switch {
+	case d == 0 && t.recycle:
+		sh.flags.Store(shotNow | shotGo) // arm starts it as a goroutine
+	case d == 0:
 		sh.flags.Store(shotNow)
 	}
 	sh.refs.Store(2)
@@ -133,7 +136,6 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 		// time.AfterFunc(0, f) would start, without the round trip
 		// through the timer heap. The shot keeps its idle timer for a
 		// later arming.
-		sh.flags.Or(shotGo)
 		go sh.fire()
 	} else if sh.timer != nil {
 		// A recycled shot: its *time.Timer was stopped or has fired and
