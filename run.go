@@ -59,7 +59,7 @@ func (t *Trigger) loop() {
 
 // iterate runs the Func once with a fresh context.
 func (t *Trigger) iterate() (next time.Duration, ok bool) {
-	ctx := new(runContext)
+	ctx := new(cancelContext)
 	t.begin(ctx)
 	defer t.end(ctx)
 	if t.onPanic != nil {
@@ -120,22 +120,22 @@ func (t *Trigger) rearm(v uint32, d time.Duration) {
 // Suspend's compare-and-swap comes before its load of cur (see cancelRun):
 // Go's atomics are sequentially consistent, so at least one of the two sees
 // the other's write, and the context is cancelled either here or there.
-func (t *Trigger) begin(ctx *runContext) {
+func (t *Trigger) begin(ctx *cancelContext) {
 	if testHookBegin != nil {
 		testHookBegin()
 	}
 	t.cur.Store(ctx)
 	if canceled(t.state.Load()) {
-		ctx.cancel()
+		ctx.cancel(context.Canceled)
 	}
 }
 
 // end withdraws the context published by begin and cancels it, as a
 // request's context is cancelled when its handler returns. It comes before
 // the compare-and-swap of finish or abort that clears the canceled bit.
-func (t *Trigger) end(ctx *runContext) {
+func (t *Trigger) end(ctx *cancelContext) {
 	t.cur.Store(nil)
-	ctx.cancel()
+	ctx.cancel(context.Canceled)
 }
 
 // cancelRun is called by a Suspend that published while a run was in flight:
@@ -148,8 +148,8 @@ func (t *Trigger) end(ctx *runContext) {
 // cancelled by end, so cancelling it again changes nothing.
 func (t *Trigger) cancelRun() {
 	if c := t.cur.Load(); c != nil && canceled(t.state.Load()) {
-		c.cancel()
+		c.cancel(context.Canceled)
 	}
 }
 
-var _ context.Context = (*runContext)(nil)
+var _ context.Context = (*cancelContext)(nil)

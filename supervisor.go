@@ -186,7 +186,7 @@ func (s *Supervisor) FireAfter(d time.Duration) {
 // Suspend does not wait for it to return: Stop does.
 func (s *Supervisor) Suspend() {
 	if a := s.suspend(false); a != nil {
-		a.cancel(context.Canceled) // without mu: see attempt.cancel
+		a.cancel(context.Canceled) // without mu: it calls the cancels of derived contexts (see cancelContext.cancel)
 	}
 }
 
@@ -448,7 +448,7 @@ func (s *Supervisor) tick(context.Context) (time.Duration, bool) {
 	}
 	s.mu.Unlock()
 	if timedOut != nil {
-		timedOut.cancel(context.DeadlineExceeded) // without mu: see attempt.cancel
+		timedOut.cancel(context.DeadlineExceeded) // without mu: it calls the cancels of derived contexts (see cancelContext.cancel)
 	}
 	return d, again
 }

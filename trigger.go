@@ -44,7 +44,7 @@ type Trigger struct {
 	// cur is the context of the iteration in flight, stored by the goroutine
 	// running f as the iteration begins and withdrawn as it ends; a Suspend
 	// that finds a run in flight loads it to cancel it (see cancelRun).
-	cur atomic.Pointer[runContext]
+	cur atomic.Pointer[cancelContext]
 
 	idleMu sync.Mutex
 	idle   chan struct{} // closed when live reaches zero while someone waits in Stop

@@ -12,10 +12,10 @@ import (
 
 func TestRunContext(t *testing.T) {
 	t.Run("cancel before anyone watches", func(t *testing.T) {
-		c := new(runContext)
+		c := new(cancelContext)
 		require.NoError(t, c.Err())
-		c.cancel()
-		c.cancel()
+		c.cancel(context.Canceled)
+		c.cancel(context.Canceled)
 		assert.ErrorIs(t, c.Err(), context.Canceled)
 		select {
 		case <-c.Done():
@@ -27,7 +27,7 @@ func TestRunContext(t *testing.T) {
 		<-ran
 	})
 	t.Run("watchers see the cancel", func(t *testing.T) {
-		c := new(runContext)
+		c := new(cancelContext)
 		done := c.Done()
 		child, cancel := context.WithCancel(c)
 		defer cancel()
@@ -35,17 +35,25 @@ func TestRunContext(t *testing.T) {
 		stop := c.AfterFunc(func() { called++ })
 		kept := c.AfterFunc(func() { called += 10 })
 		assert.True(t, stop(), "stop before cancel reports true")
-		c.cancel()
+		c.cancel(context.Canceled)
 		<-done
 		<-child.Done() // cancelled through AfterFunc
 		assert.ErrorIs(t, child.Err(), context.Canceled)
 		assert.Equal(t, 10, called)
 		assert.False(t, kept(), "stop after cancel reports false")
-		c.cancel()
+		c.cancel(context.Canceled)
 		assert.Equal(t, 10, called, "a second cancel calls nothing again")
 	})
+	t.Run("a deadline, and the first cancel wins", func(t *testing.T) {
+		c := new(cancelContext)
+		assert.True(t, c.cancel(context.DeadlineExceeded))
+		assert.False(t, c.cancel(context.Canceled))
+		assert.ErrorIs(t, c.Err(), context.DeadlineExceeded)
+		<-c.Done()
+		assert.ErrorIs(t, c.Err(), context.DeadlineExceeded)
+	})
 	t.Run("no deadline, no values", func(t *testing.T) {
-		c := new(runContext)
+		c := new(cancelContext)
 		_, ok := c.Deadline()
 		assert.False(t, ok)
 		assert.Nil(t, c.Value("k"))
@@ -57,7 +65,7 @@ func TestRunContext(t *testing.T) {
 // sees the cancel.
 func TestRunContextRace(t *testing.T) {
 	for range 2000 {
-		c := new(runContext)
+		c := new(cancelContext)
 		var wg sync.WaitGroup
 		got := make(chan struct{}, 2)
 		wg.Go(func() {
@@ -67,7 +75,7 @@ func TestRunContextRace(t *testing.T) {
 		wg.Go(func() {
 			c.AfterFunc(func() { got <- struct{}{} })
 		})
-		wg.Go(c.cancel)
+		wg.Go(func() { c.cancel(context.Canceled) })
 		for range 2 {
 			select {
 			case <-got:
@@ -85,10 +93,10 @@ func TestRunContextRace(t *testing.T) {
 func TestRunContextErrAndDoneTogether(t *testing.T) {
 	errEarly, returnedEarly := 0, 0
 	for range 5000 {
-		c := new(runContext)
+		c := new(cancelContext)
 		done := c.Done()
 		var wg sync.WaitGroup
-		wg.Go(c.cancel)
+		wg.Go(func() { c.cancel(context.Canceled) })
 		for c.Err() == nil {
 		}
 		select {
@@ -96,7 +104,7 @@ func TestRunContextErrAndDoneTogether(t *testing.T) {
 		default:
 			errEarly++
 		}
-		c.cancel() // the second cancel
+		c.cancel(context.Canceled) // the second cancel
 		select {
 		case <-done:
 		default:
