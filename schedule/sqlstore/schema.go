@@ -42,7 +42,15 @@ func SchemaVersion() int { return len(migrations) }
 // missing migrations, all in one transaction that excludes other migrating
 // Stores: an advisory lock on PostgreSQL, BEGIN IMMEDIATE on SQLite.
 func (s *Store) migrate(ctx context.Context) error {
-	conn, err := s.db.Conn(ctx)
+	// Opening a connection runs the DSN's pragmas; on SQLite, switching a
+	// new file to WAL can find another pool doing the same and answer
+	// busy at once, whatever the busy timeout.
+	var conn *sql.Conn
+	err := s.retry(ctx, func() error {
+		var err error
+		conn, err = s.db.Conn(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlstore: connecting: %w", err)
 	}
