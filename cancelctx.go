@@ -9,8 +9,9 @@ import (
 
 // A cancelContext is the context a run of a Trigger's Func gets, and the
 // base of a Supervisor's attempt: it is done once cancel is called, with
-// context.Canceled or context.DeadlineExceeded. It has no deadline and
-// carries no values.
+// context.Canceled or context.DeadlineExceeded. It reports the deadline and
+// carries the values of its parent, if it has one (see WithContext), but it
+// is not cancelled by it: the Trigger does that.
 //
 // It implements context.Context itself rather than coming from
 // context.WithCancel: a run then costs one allocation, and the channel of
@@ -18,6 +19,8 @@ import (
 // context package derive contexts from it without a goroutine each, as it
 // does from its own. Its zero value is a live context.
 type cancelContext struct {
+	parent context.Context // nil, or where values and the deadline come from; written before the context is shared
+
 	state atomic.Uint32 // ctxCanceled | ctxDeadline | ctxWatched: lets cancel and Err skip mu while nobody watches
 
 	cancelMu sync.Mutex // held by cancel while it runs the funcs, so that no cancel returns before they have run
@@ -34,8 +37,13 @@ const (
 	ctxWatched                     // Done or AfterFunc was called: cancel and Err take mu
 )
 
-// Deadline reports that the context has no deadline.
-func (*cancelContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+// Deadline reports the parent's deadline, if there is a parent.
+func (c *cancelContext) Deadline() (time.Time, bool) {
+	if c.parent != nil {
+		return c.parent.Deadline()
+	}
+	return time.Time{}, false
+}
 
 // Done returns a channel that is closed when the context is cancelled.
 func (c *cancelContext) Done() <-chan struct{} {
@@ -77,8 +85,13 @@ func (c *cancelContext) Err() error {
 	return context.Canceled
 }
 
-// Value returns nil: the context carries no values.
-func (*cancelContext) Value(any) any { return nil }
+// Value returns the parent's value for key, or nil without a parent.
+func (c *cancelContext) Value(key any) any {
+	if c.parent != nil {
+		return c.parent.Value(key)
+	}
+	return nil
+}
 
 // String names the context, as the context package's own do.
 func (*cancelContext) String() string { return "circulation.run" }

@@ -34,9 +34,10 @@
 // ceiling, a success resets it, and an attempt that overstays its timeout
 // is abandoned but never joined by a second one.
 //
-// Fire, FireAfter and Suspend take no lock: the whole state of a Trigger is
-// one uint32 (a reservation bit, a running bit, two bits that say whether the
-// run in flight was superseded or cancelled, and a 28-bit version) changed by
+// Fire, FireAfter, FireWithin and Suspend take no lock: the whole state of a
+// Trigger is one uint32 (a reservation bit, a running bit, two bits that say
+// whether the run in flight was superseded or cancelled, a closed bit, a bit
+// that marks FireWithin's arming, and a 26-bit version) changed by
 // compare-and-swap; see state.go. A superseded timer is stopped at once, so a
 // Trigger fired a million times holds one timer, not a million.
 //

@@ -46,7 +46,7 @@ package circulation
 //
 // Versions are tracked as serials, counts of every advance since the
 // exploration began, which never wrap: the checks compare serials, and the
-// state word holds the serial modulo 1<<28, as the Trigger does.
+// state word holds the serial modulo 1<<26, as the Trigger does.
 
 // transitions is the table of state.go functions the explorer calls. The
 // tests use stateGo; the mutation tests replace one entry with a broken
@@ -196,7 +196,7 @@ const (
 )
 
 // stormBlocked reports whether a timer callback has passed its shotDead
-// check and not yet entered: a storm of 1<<28 calls in that gap would let
+// check and not yet entered: a storm of 1<<26 calls in that gap would let
 // a superseded callback find its version current again. That takes a
 // goroutine preempted for exactly a whole turn of calls between two adjacent
 // steps; the exploration leaves it out.

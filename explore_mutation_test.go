@@ -24,7 +24,7 @@ var exMutants = []struct {
 	},
 	{
 		name: "advance does not wrap the version",
-		want: "without the running bit",
+		want: "the within or closed bit is set",
 		t: with(func(t *transitions) {
 			t.advance = func(s uint32) uint32 { return advance(s)&^versionMask | (s&versionMask + 1) }
 		}),

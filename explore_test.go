@@ -33,7 +33,9 @@ package circulation
 //   - a run's context is cancelled before it returns only if a Suspend was
 //     published since the run began;
 //   - the superseded, canceled and reserved bits are set only with the
-//     running bit, and canceled and reserved only with superseded.
+//     running bit, and canceled and reserved only with superseded;
+//   - the within and closed bits stay clear: no actor calls FireWithin,
+//     Close or Shutdown (within_explore_test.go explores those).
 //
 // When every actor has finished, or waits for something that will not come,
 // it checks that a run waiting for its context to be cancelled is not one
@@ -148,6 +150,9 @@ func (x *explorer) check(w *exWorld) {
 		x.failf("a run flag is set without the running bit: %s", exFmtState(w.s))
 	case (canceled(w.s) || reserved(w.s)) && !superseded(w.s):
 		x.failf("the run is cancelled or reserved, yet not superseded: %s", exFmtState(w.s))
+	case w.s&(withinBit|closedBit) != 0:
+		// No actor calls FireWithin, Close or Shutdown.
+		x.failf("the within or closed bit is set, yet nothing set it: %s", exFmtState(w.s))
 	}
 }
 

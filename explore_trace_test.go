@@ -197,7 +197,7 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 }
 
 // exFmtState shows a state word in hex and in bits: reserved, running,
-// canceled, superseded and the version.
+// canceled, superseded, closed, within and the version.
 func exFmtState(s uint32) string {
 	bit := func(set bool, name string) string {
 		if set {
@@ -205,6 +205,7 @@ func exFmtState(s uint32) string {
 		}
 		return "---"
 	}
-	return fmt.Sprintf("0x%08x [%s %s %s %s v=0x%07x]", s,
-		bit(reserved(s), "res"), bit(running(s), "run"), bit(canceled(s), "can"), bit(superseded(s), "sup"), version(s))
+	return fmt.Sprintf("0x%08x [%s %s %s %s %s %s v=0x%07x]", s,
+		bit(reserved(s), "res"), bit(running(s), "run"), bit(canceled(s), "can"), bit(superseded(s), "sup"),
+		bit(closed(s), "cls"), bit(within(s), "win"), version(s))
 }

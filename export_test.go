@@ -2,7 +2,7 @@ package circulation
 
 // SkipVersions moves t's version on by n, as n calls of FireAfter whose
 // timers were all superseded would, in one step. Tests use it to wrap the
-// 28-bit version around while a stale callback or a run is held, which real
+// 26-bit version around while a stale callback or a run is held, which real
 // calls would need hundreds of millions of steps for.
 func SkipVersions(t *Trigger, n uint32) {
 	if n == 0 {

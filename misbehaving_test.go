@@ -146,7 +146,7 @@ func TestAgainstModel(t *testing.T) {
 }
 
 // TestStaleCallbackAfterVersionWrap holds a superseded callback while the
-// 28-bit version wraps all the way around to the value it was armed with. It
+// 26-bit version wraps all the way around to the value it was armed with. It
 // must still not run the Func, whether or not the Scheduler's Stop worked.
 func TestStaleCallbackAfterVersionWrap(t *testing.T) {
 	for _, lie := range []bool{false, true} {
@@ -158,9 +158,9 @@ func TestStaleCallbackAfterVersionWrap(t *testing.T) {
 		stale, v := fs.armed()[0], circulation.Version(tr)
 		tr.Fire()
 		superseded := fs.armed()[1]
-		// 1<<28 - 1 more versions bring the counter back to v: the stale
+		// VersionSpace - 1 more versions bring the counter back to v: the stale
 		// callback's version is the current one again.
-		circulation.SkipVersions(tr, 1<<28-1)
+		circulation.SkipVersions(tr, circulation.VersionSpace-1)
 		require.Equal(t, v, circulation.Version(tr))
 
 		stale.release()

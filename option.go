@@ -1,12 +1,19 @@
 package circulation
 
+import (
+	"context"
+	"time"
+)
+
 // An Option configures a Trigger in Bind.
 type Option interface {
 	apply(*options)
 }
 
 type options struct {
-	onPanic func(recovered any)
+	onPanic     func(recovered any)
+	minInterval time.Duration
+	ctx         context.Context
 }
 
 type optionFunc func(*options)
@@ -30,4 +37,28 @@ func (f optionFunc) apply(o *options) { f(o) }
 // Scheduler that recovers panics leaves the Trigger usable.
 func WithPanicHandler(h func(recovered any)) Option {
 	return optionFunc(func(o *options) { o.onPanic = h })
+}
+
+// WithMinInterval makes the Trigger start its runs at least d apart, by the
+// runtime's clock, counted from one run's start to the next's. A run that
+// falls due sooner, whether a fire asked for it or the Func did with its
+// own answer, waits until d has passed since the last start; fires made
+// meanwhile coalesce into it, and the latest call still wins (a Suspend
+// cancels it; a FireAfter due later than the wait replaces it). A d of zero
+// or less means no minimum.
+//
+// The minimum is not kept for the runs that Shutdown lets happen: they run
+// at once.
+func WithMinInterval(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.minInterval = max(d, 0) })
+}
+
+// WithContext makes the contexts of the Trigger's runs derive from ctx: they
+// carry its values and report its deadline. When ctx is done, the Trigger
+// closes, as Close would without waiting: the run in flight, if any, is
+// cancelled, and every later Fire, FireAfter and FireWithin does nothing. A
+// ctx that is already done gives a closed Trigger. A nil ctx means no
+// parent.
+func WithContext(ctx context.Context) Option {
+	return optionFunc(func(o *options) { o.ctx = ctx })
 }

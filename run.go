@@ -50,16 +50,33 @@ func (t *Trigger) loop() {
 		if testHookLoopEnd != nil {
 			testHookLoopEnd()
 		}
-		if x == exitArm {
+		switch x {
+		case exitArm:
 			t.rearm(version(s), next)
+		case exitCompete:
+			t.reassert(time.Now().Add(next).UnixNano())
 		}
 		return
 	}
 }
 
-// iterate runs the Func once with a fresh context.
+// iterate runs the Func once with a fresh context, or, with
+// WithMinInterval, asks to run again when the interval is over if the last
+// run started too recently: that counts as a run that returned (wait, true)
+// without calling the Func, so that every call made meanwhile is handled as
+// during a run.
 func (t *Trigger) iterate() (next time.Duration, ok bool) {
+	if e := t.ext; e != nil && e.minInterval > 0 {
+		now := time.Now()
+		if wait := e.lastStart.Add(e.minInterval).Sub(now); !e.lastStart.IsZero() && wait > 0 && !closed(t.state.Load()) {
+			return wait, true
+		}
+		e.lastStart = now
+	}
 	ctx := new(cancelContext)
+	if t.ext != nil {
+		ctx.parent = t.ext.parent
+	}
 	t.begin(ctx)
 	defer t.end(ctx)
 	if t.onPanic != nil {

@@ -27,8 +27,9 @@ type shot struct {
 	version atomic.Uint32 // written by newShot; read by the callback, settle, disarm and coalesce
 	flags   atomic.Uint32
 	refs    atomic.Int32
-	timer   Timer  // written by arm before the shot reaches the slot; read by its owner
-	fire    func() // the callback, sh.run bound once so recycled shots need no new closure
+	due     atomic.Int64 // Unix nanoseconds, when Trigger.timed; zero: unknown. Written by newShot; read by FireWithin
+	timer   Timer        // written by arm before the shot reaches the slot; read by its owner
+	fire    func()       // the callback, sh.run bound once so recycled shots need no new closure
 }
 
 const (
@@ -38,8 +39,9 @@ const (
 	shotGo                         // started as a goroutine, not on its timer: Stop cannot cancel it (see arm)
 )
 
-// newShot returns a shot for version v holding both references.
-func (t *Trigger) newShot(v uint32, d time.Duration) *shot {
+// newShot returns a shot for version v, due at due, holding both
+// references.
+func (t *Trigger) newShot(v uint32, d time.Duration, due int64) *shot {
 	var sh *shot
 	if t.recycle {
 		sh = t.spare.Swap(nil)
@@ -49,6 +51,7 @@ func (t *Trigger) newShot(v uint32, d time.Duration) *shot {
 		sh.fire = sh.run
 	}
 	sh.version.Store(v)
+	sh.due.Store(due)
 	switch {
 	case d == 0 && t.recycle:
 		sh.flags.Store(shotNow | shotGo) // arm starts it as a goroutine
@@ -126,10 +129,14 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
-	if d > 0 && t.recycle && t.rearmPending(v, d) {
+	var due int64
+	if t.timed.Load() {
+		due = time.Now().Add(d).UnixNano()
+	}
+	if d > 0 && t.recycle && t.rearmPending(v, d, due) {
 		return
 	}
-	sh := t.newShot(v, d)
+	sh := t.newShot(v, d, due)
 	t.live.Add(1)
 	if d == 0 && t.recycle {
 		// No delay on the runtime's timers: a goroutine of its own is what
@@ -155,7 +162,7 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 // arming had. That spares arm a shot from the spare slot, two updates of
 // live and the recycling of the stale shot. It reports whether it armed v,
 // or found that a later call superseded v, so that arm has nothing to do.
-func (t *Trigger) rearmPending(v uint32, d time.Duration) bool {
+func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64) bool {
 	old := t.pending.Swap(nil)
 	if old == nil {
 		return false
@@ -170,6 +177,7 @@ func (t *Trigger) rearmPending(v uint32, d time.Duration) bool {
 		return false
 	}
 	old.version.Store(v)
+	old.due.Store(due)
 	old.flags.Store(0)
 	old.timer.(*time.Timer).Reset(d)
 	t.place(old)
@@ -225,11 +233,35 @@ func (t *Trigger) settle(sh *shot) {
 // place settles sh, then checks the version once it is in the slot: a call
 // that superseded sh while it was out of the slot may have found the slot
 // empty, and left sh for whoever put it back to kill.
+//
+// That call could not compare due times with sh either. If it was a
+// FireWithin, sh asks again, as a FireWithin for its own due time
+// (reassert), so that the sooner of the two is kept. If it was a Shutdown,
+// which found no arming to hurry, sh is current on a closed Trigger: it is
+// hurried now.
 func (t *Trigger) place(sh *shot) {
-	v := sh.version.Load() // read while we own sh
+	v, due, now := sh.version.Load(), sh.due.Load(), sh.flags.Load()&shotNow != 0 // read while we own sh
 	t.settle(sh)
-	if version(t.state.Load()) != v {
+	s := t.state.Load()
+	switch {
+	case version(s) != v:
 		t.disarm()
+		if within(s) && due != 0 {
+			t.reassert(due)
+		}
+	case closed(s) && !now:
+		t.hurry(v)
+	}
+}
+
+// hurry runs the arming of version v at once on a closed Trigger, unless it
+// has started or was superseded meanwhile.
+func (t *Trigger) hurry(v uint32) {
+	for {
+		s := t.state.Load()
+		if version(s) != v || t.flush(s) {
+			return
+		}
 	}
 }
 

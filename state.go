@@ -3,10 +3,10 @@ package circulation
 // The state of a Trigger is one uint32, read and written only with atomic
 // loads and compare-and-swap:
 //
-//	 31         30        29         28           27                      0
-//	+----------+---------+----------+------------+-------------------------+
-//	| reserved | running | canceled | superseded |         version         |
-//	+----------+---------+----------+------------+-------------------------+
+//	 31         30        29         28           27       26       25          0
+//	+----------+---------+----------+------------+--------+--------+-------------+
+//	| reserved | running | canceled | superseded | closed | within |   version   |
+//	+----------+---------+----------+------------+--------+--------+-------------+
 //
 // The functions below are the only transitions. Each is pure: it takes the
 // state a goroutine observed and returns the state it wants to publish, and
@@ -21,14 +21,28 @@ package circulation
 // round the version space would compare equal to the one it began with.
 const (
 	// versionMask selects the version: the identity of the latest arming.
-	// Every Fire, FireAfter and Suspend advances it, and so does a run that
-	// reschedules itself; a timer callback may start f only while its
-	// version is still the latest. It counts modulo 1<<28.
-	versionMask uint32 = 1<<28 - 1
+	// Every Fire, FireAfter, FireWithin that arms and Suspend advances it,
+	// and so does a run that reschedules itself; a timer callback may start
+	// f only while its version is still the latest. It counts modulo 1<<26.
+	versionMask uint32 = 1<<26 - 1
 
-	// supersededBit says that a Fire, FireAfter or Suspend was published
-	// since the iteration in flight began: its answer will be ignored. It
-	// is set only while runningBit is set, by advance, and cleared when an
+	// withinBit says that the latest arming was made by FireWithin (or by
+	// an arming that FireWithin superseded and that took its place back
+	// because it was due sooner; see Trigger.reassert): a later FireWithin
+	// keeps it if it is due sooner, and an arming it superseded before that
+	// arming could be compared with it asks again. It is cleared by every
+	// other arming, by Suspend, and when the arming starts.
+	withinBit uint32 = 1 << 26
+
+	// closedBit says that Close or Shutdown was called: Fire, FireAfter and
+	// FireWithin change nothing, and a run's request to run again is
+	// dropped. It is never cleared.
+	closedBit uint32 = 1 << 27
+
+	// supersededBit says that a Fire, FireAfter, FireWithin or Suspend was
+	// published since the iteration in flight began: its answer will be
+	// ignored (a FireWithin then lets the answer compete; see finish). It is
+	// set only while runningBit is set, by advance, and cleared when an
 	// iteration begins and when the running bit is cleared.
 	supersededBit uint32 = 1 << 28
 
@@ -57,18 +71,50 @@ func running(s uint32) bool    { return s&runningBit != 0 }
 func reserved(s uint32) bool   { return s&reservedBit != 0 }
 func superseded(s uint32) bool { return s&supersededBit != 0 }
 func canceled(s uint32) bool   { return s&canceledBit != 0 }
+func closed(s uint32) bool     { return s&closedBit != 0 }
+func within(s uint32) bool     { return s&withinBit != 0 }
 
 // advance supersedes every earlier arming: it moves the version on by one,
-// wrapping at 1<<28, and drops a reservation. A run in flight goes on, but
-// it is marked superseded, so that its answer will be ignored (see finish).
-// Used by FireAfter and by Fire on an idle Trigger.
+// wrapping at 1<<26, and drops a reservation and the within bit. A run in
+// flight goes on, but it is marked superseded, so that its answer will be
+// ignored (see finish). Used by FireAfter and by Fire on an idle Trigger.
 func advance(s uint32) uint32 {
-	return s&(runningBit|canceledBit) | (s&runningBit)>>2 | (s+1)&versionMask
+	return s&(runningBit|canceledBit|closedBit) | (s&runningBit)>>2 | (s+1)&versionMask
+}
+
+// advanceWithin is advance for FireWithin, which arms a timer of its own:
+// the new arming is marked as FireWithin's, and a run in flight is not
+// superseded by it (see finish), unless an earlier call did.
+func advanceWithin(s uint32) uint32 {
+	return s&(runningBit|canceledBit|closedBit|supersededBit) | withinBit | (s+1)&versionMask
 }
 
 // suspend is advance for Suspend: a run in flight is also marked cancelled.
 func suspend(s uint32) uint32 {
 	return advance(s) | (s&runningBit)>>1
+}
+
+// closeNow is suspend for Close: the Trigger is also closed.
+func closeNow(s uint32) uint32 {
+	return suspend(s) | closedBit
+}
+
+// shutdown is the transition of Shutdown. It closes the Trigger and lets
+// what was already arranged run once, at once: hurry says that the caller
+// found the current version's arming pending and not yet started. On an
+// idle Trigger that arming is superseded, and the caller arms a run with
+// no delay for the new version instead. While a run is in flight, a
+// reservation takes its place, and a reservation already made stays. The
+// run in flight is not cancelled, but its answer is ignored.
+func shutdown(s uint32, hurry bool) uint32 {
+	switch {
+	case hurry && running(s):
+		return reserve(s) | closedBit
+	case hurry:
+		return advance(s) | closedBit
+	default:
+		return s | closedBit | (s&runningBit)>>2
+	}
 }
 
 // reserve is Fire while a run is in flight: it supersedes every earlier
@@ -91,16 +137,18 @@ const (
 // enter is the first step of a timer callback armed with version v. A stale
 // callback changes nothing. A current one either takes the running bit or,
 // if a run is in flight, leaves a reservation for it; in both cases one
-// iteration of f follows, never two at once. The iteration it begins is not
-// superseded: the flags are clear while the running bit is.
+// iteration of f follows, never two at once, and the arming is no longer
+// pending (the within bit is cleared). The iteration it begins is not
+// superseded: the flags are clear while the running bit is. A closed
+// Trigger runs the arming Shutdown left current.
 func enter(s, v uint32) (uint32, entry) {
 	switch {
 	case version(s) != v:
 		return s, entryStale
 	case running(s):
-		return s | reservedBit, entryDeferred
+		return s&^withinBit | reservedBit, entryDeferred
 	default:
-		return s | runningBit, entryRun
+		return s&^withinBit | runningBit, entryRun
 	}
 }
 
@@ -108,9 +156,10 @@ func enter(s, v uint32) (uint32, entry) {
 type exit uint8
 
 const (
-	exitIdle  exit = iota // running bit cleared: nothing more to do
-	exitAgain             // reservation taken: run f again now with the state's version
-	exitArm               // running bit cleared and version advanced: arm a timer with it
+	exitIdle    exit = iota // running bit cleared: nothing more to do
+	exitAgain               // reservation taken: run f again now with the state's version
+	exitArm                 // running bit cleared and version advanced: arm a timer with it
+	exitCompete             // running bit cleared; a FireWithin's arming is pending: keep the sooner of it and the answer (see Trigger.reassert)
 )
 
 // finish is the last step of an iteration whose f returned ok (it asked to
@@ -119,15 +168,20 @@ const (
 // the reservation was made for. Otherwise it clears the running bit, and if
 // nothing superseded the run while it was in flight and f asked for more,
 // it advances the version for the timer it will arm. The answer of a
-// superseded run is ignored, however many calls it outlived.
+// superseded run is ignored, however many calls it outlived, and so is the
+// answer of any run on a closed Trigger. A FireWithin does not supersede the
+// run in flight: if every call since the run began was a FireWithin, the
+// answer competes with their arming, and the sooner one is kept.
 func finish(s uint32, ok bool) (uint32, exit) {
 	switch {
 	case reserved(s):
 		return s &^ (reservedBit | canceledBit | supersededBit), exitAgain
-	case ok && !superseded(s):
+	case ok && !superseded(s) && !closed(s) && within(s):
+		return s & (versionMask | withinBit), exitCompete
+	case ok && !superseded(s) && !closed(s):
 		return (s + 1) & versionMask, exitArm
 	default:
-		return s & versionMask, exitIdle
+		return s & (versionMask | closedBit | withinBit), exitIdle
 	}
 }
 
@@ -138,7 +192,7 @@ func finish(s uint32, ok bool) (uint32, exit) {
 // is not lost.
 func abort(s uint32) (uint32, exit) {
 	if reserved(s) {
-		return (s + 1) & versionMask, exitArm
+		return s&closedBit | (s+1)&versionMask, exitArm
 	}
-	return s & versionMask, exitIdle
+	return s & (versionMask | closedBit | withinBit), exitIdle
 }

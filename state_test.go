@@ -252,7 +252,7 @@ func FuzzTransitions(f *testing.F) {
 					t.Fatalf("step %d: abort = %d, want %d", i, x, want)
 				}
 				s = n
-			case 7: // a storm: k·2^28 + arg FireAfter calls, then a Suspend if arg is odd
+			case 7: // a storm: k·2^26 + arg FireAfter calls, then a Suspend if arg is odd
 				k := uint64(arg%4) * (uint64(versionMask) + 1)
 				n := k + uint64(arg)
 				if n == 0 {

@@ -20,15 +20,22 @@ type Func func(ctx context.Context) (next time.Duration, ok bool)
 // fired and whenever the Func asks to run again, but never twice at once.
 //
 // Every call of Fire, FireAfter and Suspend supersedes all earlier ones: the
-// latest call always wins. A fire made while the Func runs is not lost and
-// not run concurrently: the run completes, and one more run follows at the
-// later of its end and the fire's due time; any number of fires during one
-// run coalesce into that one more run, timed by the latest.
+// latest call always wins. FireWithin is the one exception: it keeps a
+// sooner arming, so that among FireWithin calls the earliest time wins. A
+// fire made while the Func runs is not lost and not run concurrently: the
+// run completes, and one more run follows at the later of its end and the
+// fire's due time; any number of fires during one run coalesce into that
+// one more run, timed by the latest.
+//
+// Close and Shutdown end a Trigger for good: every later Fire, FireAfter
+// and FireWithin does nothing. Close cancels what is pending and in flight;
+// Shutdown runs it first.
 //
 // A Trigger must be created with Bind; the zero value is not usable. Its
 // methods are safe for concurrent use, including from inside the Func, and
-// none of them blocks except Stop. Fire, FireAfter and Suspend take no lock:
-// they publish one compare-and-swap on a packed uint32 (see state.go).
+// none of them blocks except Stop, Close and Shutdown. Fire, FireAfter,
+// FireWithin and Suspend take no lock: they publish one compare-and-swap on
+// a packed uint32 (see state.go).
 type Trigger struct {
 	state   atomic.Uint32        // reserved | running | canceled | superseded | version; see state.go
 	pending atomic.Pointer[shot] // the timer of the latest arming, if any (see settle)
@@ -40,6 +47,12 @@ type Trigger struct {
 	sched   Scheduler
 	recycle bool // shots are reused: sched is RuntimeScheduler, whose Stop is exact
 	onPanic func(recovered any)
+	ext     *extra // nil without WithMinInterval and WithContext
+
+	// timed says that armings record their due time (shot.due), at the
+	// cost of reading the clock: set by the first FireWithin, which
+	// compares due times, and never cleared.
+	timed atomic.Bool
 
 	// cur is the context of the iteration in flight, stored by the goroutine
 	// running f as the iteration begins and withdrawn as it ends; a Suspend
@@ -68,7 +81,29 @@ func Bind(s Scheduler, f Func, opts ...Option) *Trigger {
 	case RuntimeScheduler, *RuntimeScheduler:
 		t.recycle = true
 	}
+	if o.minInterval > 0 || o.ctx != nil {
+		t.ext = &extra{minInterval: o.minInterval, parent: o.ctx}
+	}
+	if o.ctx != nil {
+		if o.ctx.Err() != nil {
+			t.state.Store(closedBit)
+		} else if o.ctx.Done() != nil {
+			t.ext.unparent = context.AfterFunc(o.ctx, t.close)
+		}
+	}
 	return t
+}
+
+// extra holds what only some Triggers need, so that the others do not pay
+// for it in memory.
+type extra struct {
+	minInterval time.Duration
+	parent      context.Context // of the runs' contexts, or nil
+	unparent    func() bool     // stops the close at parent's end, or nil
+
+	// lastStart is when the latest run started, for minInterval. Only the
+	// goroutine holding the running bit touches it.
+	lastStart time.Time
 }
 
 // Fire is shorthand for FireAfter(0).
@@ -92,6 +127,9 @@ func (t *Trigger) FireAfter(d time.Duration) {
 	}
 	for {
 		s := t.state.Load()
+		if closed(s) {
+			return
+		}
 		if d == 0 && running(s) {
 			n := reserve(s)
 			if t.state.CompareAndSwap(s, n) {
@@ -144,12 +182,109 @@ func (t *Trigger) Suspend() {
 // Stop waits, Stop waits for that run too.
 //
 // A stopped Trigger holds no goroutine and no timer, and it can be fired
-// again: Stop does not prevent later calls of Fire, so stop whatever calls
-// them first. Stop must not be called from inside the Func, or from the
-// panic handler, with a context that outlives it: it would wait for itself. (The Func's own context is
-// cancelled by the Suspend, so Stop(ctx) with it returns at once.)
+// again: Stop does not prevent later calls of Fire; Close does. Stop must
+// not be called from inside the Func, or from the panic handler, with a
+// context that outlives it: it would wait for itself. (The Func's own
+// context is cancelled by the Suspend, so Stop(ctx) with it returns at
+// once.)
 func (t *Trigger) Stop(ctx context.Context) error {
 	t.Suspend()
+	return t.wait(ctx)
+}
+
+// Close closes the Trigger and waits as Stop does: the pending arming is
+// cancelled, the run in flight has its context cancelled and its answer
+// ignored, and every later Fire, FireAfter and FireWithin does nothing.
+// Close may be called more than once, and after Shutdown, whose flush it
+// cancels. Called from inside the Func with the Func's own context, it
+// closes the Trigger and returns nil without waiting for the run in flight,
+// which is its caller.
+func (t *Trigger) Close(ctx context.Context) error {
+	t.close()
+	if t.inside(ctx) {
+		return nil
+	}
+	return t.wait(ctx)
+}
+
+// Shutdown closes the Trigger to later fires, as Close does, but lets what
+// was already arranged happen once, at once: a pending arming runs now
+// rather than at its due time, a run reserved by a Fire runs when the run
+// in flight returns, and the run in flight is not cancelled. The answers of
+// those runs are ignored: nothing runs after them. Shutdown then waits for
+// them, and returns nil, or ctx.Err() if ctx is done first. It is the
+// flush of a write-behind cache on shutdown.
+//
+// An arming made while Shutdown closes the Trigger runs too, at once or at
+// its due time. Called from inside the Func with the Func's own context,
+// Shutdown returns nil without waiting for the run in flight, which is its
+// caller; a run it lets happen follows.
+func (t *Trigger) Shutdown(ctx context.Context) error {
+	for {
+		s := t.state.Load()
+		if t.flush(s) {
+			break
+		}
+	}
+	t.detach()
+	if t.inside(ctx) {
+		return nil
+	}
+	return t.wait(ctx)
+}
+
+// flush publishes shutdown(s) if the state is still s, and arms or
+// reserves the run it hurries. It reports whether it published.
+func (t *Trigger) flush(s uint32) bool {
+	p := t.pending.Load()
+	hurry := p != nil && p.version.Load() == version(s) && p.flags.Load()&(shotClaimed|shotDead|shotNow) == 0
+	n := shutdown(s, hurry)
+	if !t.state.CompareAndSwap(s, n) {
+		return false
+	}
+	if hurry {
+		if running(s) {
+			t.disarm()
+		} else {
+			t.arm(version(n), 0)
+		}
+	}
+	return true
+}
+
+// close is Close without the wait, and what the end of WithContext's
+// context does.
+func (t *Trigger) close() {
+	for {
+		s := t.state.Load()
+		if t.state.CompareAndSwap(s, closeNow(s)) {
+			t.disarm()
+			if running(s) {
+				t.cancelRun()
+			}
+			break
+		}
+	}
+	t.detach()
+}
+
+// detach stops watching WithContext's context, once the Trigger is closed.
+func (t *Trigger) detach() {
+	if t.ext != nil && t.ext.unparent != nil {
+		t.ext.unparent()
+	}
+}
+
+// inside reports whether ctx is the context of the run in flight: the
+// caller is the Func, which a wait would wait for.
+func (t *Trigger) inside(ctx context.Context) bool {
+	c, ok := ctx.(*cancelContext)
+	return ok && c == t.cur.Load()
+}
+
+// wait waits until no run is in flight and no timer of the Trigger's is
+// pending or executing, or until ctx is done.
+func (t *Trigger) wait(ctx context.Context) error {
 	t.waiters.Add(1)
 	defer t.waiters.Add(-1)
 	for {

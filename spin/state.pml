@@ -9,7 +9,7 @@
  * The state word is five variables (reserved, running, canceled,
  * superseded, ver), changed together in one atomic CAS step after a separate
  * load step, as Trigger.state is. The version counts modulo MOD (32) instead
- * of 1<<28. The protocol compares versions only for equality; the checks
+ * of 1<<26. The protocol compares versions only for equality; the checks
  * never do: the model keeps ser, the number of advances since the start,
  * beside ver (ver == START + ser - SER0 modulo MOD, checked in every state),
  * and orders versions by it, so the checks stay right across any number of
@@ -27,7 +27,7 @@
  * Suspend (SuspendStorm). The timers the storm's calls superseded are
  * killed (shotDead): a callback that has not yet checked the flag does
  * nothing. The one case excluded is a callback that has passed that check
- * and is preempted before its enter CAS for exactly k*MOD advances (k*2^28
+ * and is preempted before its enter CAS for exactly k*MOD advances (k*2^26
  * calls in the code): its version matches again, and it would start f for
  * an arming long superseded. The model makes such a callback stale (the
  * serial it loads differs from its own, and its CAS also requires the

@@ -1,0 +1,97 @@
+package circulation
+
+import "time"
+
+// FireWithin arranges for the Func to run no later than d from now: the
+// earliest time wins. A pending arming due sooner is kept, and so is a run
+// reserved by a Fire; otherwise FireWithin supersedes the pending arming, as
+// FireAfter(d) would. If the Func is running, its answer is not superseded
+// by FireWithin: when it returns, the sooner of its own next run and d from
+// the FireWithin is kept. A negative d means zero.
+//
+// Only FireAfter, Fire and Suspend supersede regardless of time: a
+// FireWithin made after them compares with what they arranged, and one
+// made before them is superseded, as any call is by a later one. So a
+// write-behind cache that must flush no later than maxWait after the first
+// change it has not flushed calls FireWithin(maxWait) for every change,
+// from any number of goroutines, with no lock: the first change's deadline
+// holds, and later changes ride on it.
+//
+// FireWithin reads the clock, and so, once a Trigger has had a FireWithin,
+// does every arming of it, to record its due time. A pending arming made
+// before the Trigger's first FireWithin has no due time recorded and is
+// replaced. When calls race, an arming superseded by a FireWithin before
+// the two could be compared asks again for its own time, as a FireWithin
+// would, so the sooner is kept; such a request can win over a FireAfter
+// made during the race, which then runs sooner than it asked.
+func (t *Trigger) FireWithin(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	t.timed.Store(true)
+	t.fireWithin(time.Now().Add(d).UnixNano(), false)
+}
+
+// reassert is FireWithin for an arming that a FireWithin superseded before
+// they could be compared, or for the answer of a run that only FireWithin
+// calls came during: it asks again for due, unless a call other than
+// FireWithin has superseded everything since.
+func (t *Trigger) reassert(due int64) { t.fireWithin(due, true) }
+
+func (t *Trigger) fireWithin(due int64, again bool) {
+	for {
+		s := t.state.Load()
+		switch {
+		case closed(s), again && !within(s):
+			return
+		case running(s) && reserved(s):
+			return // a run follows the one in flight at once
+		}
+		switch t.keep(s, due) {
+		case coalesced:
+			return
+		case retry:
+			continue
+		}
+		d := time.Duration(due - time.Now().UnixNano())
+		if d <= 0 && running(s) {
+			if t.state.CompareAndSwap(s, reserve(s)) {
+				t.disarm()
+				return
+			}
+			continue
+		}
+		n := advanceWithin(s)
+		if t.state.CompareAndSwap(s, n) {
+			t.arm(version(n), d)
+			return
+		}
+	}
+}
+
+// keep reports whether the pending arming of the state s is due no later
+// than due and has not started: then it is kept. It is coalesce with a due
+// time: see there why the state is loaded again and the shot checked again
+// after it. A shot whose callback has started may already have run, so it
+// is not kept; nor is one with no due time recorded.
+func (t *Trigger) keep(s uint32, due int64) coalescing {
+	v := version(s)
+	sooner := func(p *shot) bool {
+		if p.version.Load() != v || p.flags.Load()&(shotClaimed|shotDead) != 0 {
+			return false
+		}
+		d := p.due.Load()
+		return d != 0 && d <= due
+	}
+	p := t.pending.Load()
+	if p == nil || !sooner(p) {
+		return notCoalesced
+	}
+	if t.state.Load() != s {
+		return retry
+	}
+	if !sooner(p) {
+		return notCoalesced
+	}
+	return coalesced
+}
