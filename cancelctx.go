@@ -9,9 +9,8 @@ import (
 
 // A cancelContext is the context a run of a Trigger's Func gets, and the
 // base of a Supervisor's attempt: it is done once cancel is called, with
-// context.Canceled or context.DeadlineExceeded. It reports the deadline and
-// carries the values of its parent, if it has one (see WithContext), but it
-// is not cancelled by it: the Trigger does that.
+// context.Canceled or context.DeadlineExceeded. It has no deadline and
+// carries no values; parentedContext adds a parent's.
 //
 // It implements context.Context itself rather than coming from
 // context.WithCancel: a run then costs one allocation, and the channel of
@@ -19,8 +18,6 @@ import (
 // context package derive contexts from it without a goroutine each, as it
 // does from its own. Its zero value is a live context.
 type cancelContext struct {
-	parent context.Context // nil, or where values and the deadline come from; written before the context is shared
-
 	state atomic.Uint32 // ctxCanceled | ctxDeadline | ctxWatched: lets cancel and Err skip mu while nobody watches
 
 	cancelMu sync.Mutex // held by cancel while it runs the funcs, so that no cancel returns before they have run
@@ -37,13 +34,8 @@ const (
 	ctxWatched                     // Done or AfterFunc was called: cancel and Err take mu
 )
 
-// Deadline reports the parent's deadline, if there is a parent.
-func (c *cancelContext) Deadline() (time.Time, bool) {
-	if c.parent != nil {
-		return c.parent.Deadline()
-	}
-	return time.Time{}, false
-}
+// Deadline reports that the context has no deadline.
+func (*cancelContext) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // Done returns a channel that is closed when the context is cancelled.
 func (c *cancelContext) Done() <-chan struct{} {
@@ -85,13 +77,23 @@ func (c *cancelContext) Err() error {
 	return context.Canceled
 }
 
-// Value returns the parent's value for key, or nil without a parent.
-func (c *cancelContext) Value(key any) any {
-	if c.parent != nil {
-		return c.parent.Value(key)
-	}
-	return nil
+// Value returns nil: the context carries no values.
+func (*cancelContext) Value(any) any { return nil }
+
+// A parentedContext is the context of a run of a Trigger bound
+// WithContext: a cancelContext that reports its parent's deadline and
+// carries its values. The parent does not cancel it: the Trigger does,
+// when it closes at the parent's end.
+type parentedContext struct {
+	cancelContext
+	parent context.Context
 }
+
+// Deadline reports the parent's deadline.
+func (c *parentedContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+// Value returns the parent's value for key.
+func (c *parentedContext) Value(key any) any { return c.parent.Value(key) }
 
 // String names the context, as the context package's own do.
 func (*cancelContext) String() string { return "circulation.run" }

@@ -54,7 +54,7 @@ func (t *Trigger) loop() {
 		case exitArm:
 			t.rearm(version(s), next)
 		case exitCompete:
-			t.reassert(time.Now().Add(next).UnixNano())
+			t.reassert(dueAt(next))
 		}
 		return
 	}
@@ -73,12 +73,17 @@ func (t *Trigger) iterate() (next time.Duration, ok bool) {
 		}
 		e.lastStart = now
 	}
-	ctx := new(cancelContext)
-	if t.ext != nil {
-		ctx.parent = t.ext.parent
+	var ctx context.Context
+	var c *cancelContext
+	if t.ext != nil && t.ext.parent != nil {
+		p := &parentedContext{parent: t.ext.parent}
+		ctx, c = p, &p.cancelContext
+	} else {
+		c = new(cancelContext)
+		ctx = c
 	}
-	t.begin(ctx)
-	defer t.end(ctx)
+	t.begin(c)
+	defer t.end(c)
 	if t.onPanic != nil {
 		defer func() {
 			if r := recover(); r != nil {

@@ -247,6 +247,19 @@ var shapeSuite = []struct {
 		e.runsAt(r, 0)
 	}},
 
+	{"CloseFromInsideFuncWithContext", func(t *testing.T, e *env) {
+		var tr *circulation.Trigger
+		var err cell[error]
+		tr, r := e.bind(func(ctx context.Context, k int) (time.Duration, bool) {
+			err.set(tr.Close(ctx))
+			return 0, true
+		}, circulation.WithContext(context.Background()))
+		tr.Fire()
+		time.Sleep(time.Hour)
+		require.NoError(t, err.get())
+		e.runsAt(r, 0)
+	}},
+
 	// Shutdown: run what was arranged, at once, then close.
 	{"ShutdownRunsPendingNow", func(t *testing.T, e *env) {
 		tr, r := e.bind(answers(nil, time.Second))

@@ -131,7 +131,7 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 	}
 	var due int64
 	if t.timed.Load() {
-		due = time.Now().Add(d).UnixNano()
+		due = dueAt(d)
 	}
 	if d > 0 && t.recycle && t.rearmPending(v, d, due) {
 		return

@@ -278,8 +278,16 @@ func (t *Trigger) detach() {
 // inside reports whether ctx is the context of the run in flight: the
 // caller is the Func, which a wait would wait for.
 func (t *Trigger) inside(ctx context.Context) bool {
-	c, ok := ctx.(*cancelContext)
-	return ok && c == t.cur.Load()
+	var c *cancelContext
+	switch x := ctx.(type) {
+	case *cancelContext:
+		c = x
+	case *parentedContext:
+		c = &x.cancelContext
+	default:
+		return false
+	}
+	return c == t.cur.Load()
 }
 
 // wait waits until no run is in flight and no timer of the Trigger's is

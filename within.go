@@ -1,6 +1,9 @@
 package circulation
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // FireWithin arranges for the Func to run no later than d from now: the
 // earliest time wins. A pending arming due sooner is kept, and so is a run
@@ -29,7 +32,17 @@ func (t *Trigger) FireWithin(d time.Duration) {
 		d = 0
 	}
 	t.timed.Store(true)
-	t.fireWithin(time.Now().Add(d).UnixNano(), false)
+	t.fireWithin(dueAt(d), false)
+}
+
+// dueAt is the due time of a delay d from now, in Unix nanoseconds,
+// saturated rather than wrapped for the longest delays.
+func dueAt(d time.Duration) int64 {
+	now := time.Now().UnixNano()
+	if int64(d) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(d)
 }
 
 // reassert is FireWithin for an arming that a FireWithin superseded before
