@@ -94,16 +94,16 @@ var ErrClosed = errors.New("writebehind: cache closed")
 // Cache holds writes in memory and flushes them to its database in
 // batches. Its methods are safe for concurrent use.
 type Cache struct {
-	db       Database
-	maxWait  time.Duration
-	batch    int // a batch this full is flushed at once
-	dirty    sync.Map
-	count    atomic.Int64 // keys in dirty, about
-	closed   atomic.Bool
-	puts     atomic.Int64 // Puts in progress
-	flusher  *circulation.Trigger
-	onFlush  func(n int, batch []string) // reports each flush, for the story
-	flushes  atomic.Int64
+	db      Database
+	maxWait time.Duration
+	batch   int // a batch this full is flushed at once
+	dirty   sync.Map
+	count   atomic.Int64 // keys in dirty, about
+	closed  atomic.Bool
+	puts    atomic.Int64 // Puts in progress
+	flusher *circulation.Trigger
+	onFlush func(n int, batch []string) // reports each flush, for the story
+	flushes atomic.Int64
 }
 
 // A Database stores batches of writes. Write is never called concurrently
