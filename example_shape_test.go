@@ -1,0 +1,90 @@
+package circulation_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// Writers from many goroutines ask for a flush within an hour, and one asks
+// for one within 10ms: the earliest time wins, and one flush takes all the
+// writes.
+func ExampleTrigger_FireWithin() {
+	var pending atomic.Int64
+	flushed := make(chan int64)
+	flusher := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+		flushed <- pending.Swap(0)
+		return 0, false
+	})
+
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			pending.Add(1)
+			flusher.FireWithin(time.Hour) // rides on whatever is due sooner
+		})
+	}
+	wg.Wait()
+	pending.Add(1)
+	flusher.FireWithin(10 * time.Millisecond) // sooner: replaces the hour
+	fmt.Println("flushed", <-flushed, "writes")
+	if err := flusher.Stop(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// flushed 6 writes
+}
+
+// Shutdown runs a pending arming at once instead of at its due time, waits
+// for it, and closes the Trigger: later fires do nothing.
+func ExampleTrigger_Shutdown() {
+	runs := 0
+	flusher := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+		runs++
+		return time.Second, true // ignored: the Trigger is closing
+	})
+
+	flusher.FireAfter(time.Hour)
+	start := time.Now()
+	if err := flusher.Shutdown(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("runs:", runs, "within a second:", time.Since(start) < time.Second)
+	flusher.Fire() // closed: nothing happens
+	time.Sleep(10 * time.Millisecond)
+	fmt.Println("runs:", runs)
+	// Output:
+	// runs: 1 within a second: true
+	// runs: 1
+}
+
+// A task that asks to run again at once still runs at most once per
+// minimum interval.
+func ExampleWithMinInterval() {
+	var starts []time.Time
+	done := make(chan struct{})
+	tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+		starts = append(starts, time.Now())
+		if len(starts) == 3 {
+			close(done)
+			return 0, false
+		}
+		return 0, true // again, at once
+	}, circulation.WithMinInterval(20*time.Millisecond))
+
+	tr.Fire()
+	<-done
+	if err := tr.Close(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	for i := 1; i < len(starts); i++ {
+		fmt.Println("at least 20ms apart:", starts[i].Sub(starts[i-1]) >= 20*time.Millisecond)
+	}
+	// Output:
+	// at least 20ms apart: true
+	// at least 20ms apart: true
+}
