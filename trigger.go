@@ -11,9 +11,11 @@ import (
 // the next iteration and true, or false to stop circulating until the next
 // Fire. A negative delay means zero.
 //
-// ctx is cancelled when the Trigger is suspended or stopped while the
-// iteration runs; Func should then return soon, and its result is ignored.
-// ctx is also cancelled when the iteration returns, like a request's.
+// ctx is cancelled when the Trigger is suspended, stopped or closed while
+// the iteration runs (Shutdown does not cancel it); Func should then return
+// soon, and its result is ignored. ctx is also cancelled when the iteration
+// returns, like a request's. With WithContext, ctx carries that context's
+// values and deadline.
 type Func func(ctx context.Context) (next time.Duration, ok bool)
 
 // A Trigger runs a Func on a Scheduler, again and again, whenever it is
@@ -113,10 +115,11 @@ type extra struct {
 func (t *Trigger) Fire() { t.FireAfter(0) }
 
 // FireAfter arranges for the Func to run once after d, superseding every
-// earlier Fire, FireAfter and Suspend: a pending earlier arming is cancelled
-// and its timer stopped, whether it was due sooner or later. A negative d
-// means zero. If the Scheduler's AfterFunc panics, FireAfter panics with the
-// same value, having superseded the earlier armings all the same.
+// earlier Fire, FireAfter, FireWithin and Suspend: a pending earlier arming
+// is cancelled and its timer stopped, whether it was due sooner or later. A
+// negative d means zero. On a closed Trigger it does nothing. If the
+// Scheduler's AfterFunc panics, FireAfter panics with the same value, having
+// superseded the earlier armings all the same.
 //
 // If the Func is running when the run falls due, that run completes first and
 // the next one starts right after it. The result of the run in flight is then
@@ -154,8 +157,8 @@ func (t *Trigger) FireAfter(d time.Duration) {
 	}
 }
 
-// Suspend supersedes every earlier Fire and FireAfter: nothing runs until the
-// next Fire or FireAfter. A pending timer is stopped. If the Func is running,
+// Suspend supersedes every earlier Fire, FireAfter and FireWithin: nothing
+// runs until the next one. A pending timer is stopped. If the Func is running,
 // its context is cancelled and its result will be ignored, but Suspend does
 // not wait for it to return: Stop does.
 func (t *Trigger) Suspend() {
