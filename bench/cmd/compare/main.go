@@ -12,6 +12,12 @@
 //	go run ./cmd/compare -smoke       # CI: small N, 1 run (a few seconds)
 //	go run ./cmd/compare -clock cpu     # ns/op and ops/s by CPU time, for a busy machine
 //	go run ./cmd/compare -impls std,wheel,wheel-go,wheel-pool,wheel-inline -workloads burst
+//	go run ./cmd/compare -clock both -runs 7 -out ../bench/RESULTS.md -note "2 cores, shared"
+//
+// With -out, compare also writes the table to a markdown file that says
+// when and how it was taken: the command, the date, the commit, the Go
+// version, GOMAXPROCS, the processor and the load average. The project's
+// documents quote their figures for these workloads from bench/RESULTS.md.
 package main
 
 import (
@@ -19,6 +25,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -39,6 +46,8 @@ func main() {
 		childImpl = flag.String("impl", "", "internal: the implementation for -child")
 		clock     = flag.String("clock", "wall", "time ns/op and ops/s by the wall clock (wall), by the process's CPU time (cpu), or print both tables (both)")
 		profile   = flag.String("cpuprofile", "", "with -child: write a CPU profile of the child to this file")
+		out       = flag.String("out", "", "also write the results, with how and when they were taken, to this markdown file")
+		note      = flag.String("note", "", "with -out: a note on the machine, such as what else ran on it")
 	)
 	flag.Parse()
 	c := config{N: *n, Ring: 100_000, Steady: time.Second, Late: 20_000, Idle: 3 * time.Second, Hold: 2 * time.Second, Tick: time.Millisecond}
@@ -83,7 +92,7 @@ func main() {
 	for _, name := range impls {
 		results[name] = map[string][]float64{}
 	}
-	load0 := loadavg()
+	load0, rev := loadavg(), commit()
 	start := time.Now()
 	for r := range *runs {
 		for _, w := range works {
@@ -96,21 +105,39 @@ func main() {
 		}
 		fmt.Fprintf(os.Stderr, "run %d/%d done after %v\n", r+1, *runs, time.Since(start).Round(time.Second))
 	}
-	fmt.Printf("Medians of %d runs, each figure from a fresh process; N = %d; GOMAXPROCS = %s; load average %s → %s.\n\n",
+	var tables bytes.Buffer
+	w := io.MultiWriter(os.Stdout, &tables)
+	fmt.Fprintf(w, "Medians of %d runs, each figure from a fresh process; N = %d; GOMAXPROCS = %s; load average %s → %s.\n\n",
 		*runs, c.N, gomaxprocs(), load0, loadavg())
 	if *smoke {
-		fmt.Print("Smoke run: sizes too small to judge the goals.\n\n")
+		fmt.Fprint(w, "Smoke run: sizes too small to judge the goals.\n\n")
 	}
 	if *clock != "cpu" {
-		printTable(os.Stdout, impls, results, c, false, *smoke)
+		printTable(w, impls, results, c, false, *smoke)
 	}
 	if *clock == "both" {
-		fmt.Println()
-		fmt.Println("The same runs, ns/op and ops/s timed by the process's CPU time:")
-		fmt.Println()
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "The same runs, ns/op and ops/s timed by the process's CPU time:")
+		fmt.Fprintln(w)
 	}
 	if *clock != "wall" {
-		printTable(os.Stdout, impls, results, c, true, *smoke)
+		printTable(w, impls, results, c, true, *smoke)
+	}
+	if *out != "" {
+		taken := takenBy{
+			Args:     os.Args[1:],
+			Start:    start,
+			Elapsed:  time.Since(start),
+			Commit:   rev,
+			CPU:      cpuModel(),
+			NumCPU:   runtime.NumCPU(),
+			Note:     *note,
+			LoadFrom: load0,
+			LoadTo:   loadavg(),
+		}
+		if err := os.WriteFile(*out, resultsFile(taken, tables.Bytes()), 0o666); err != nil {
+			fail("%v", err)
+		}
 	}
 }
 
