@@ -45,9 +45,10 @@ func (h *Heartbeat) Seen() { h.t.FireAfter(h.interval) }
 // PingNow pings at once, or right after the ping in flight.
 func (h *Heartbeat) PingNow() { h.t.Fire() }
 
-// Close stops the pings: it cancels a ping in flight and waits for it to
-// return, or returns ctx.Err() if ctx is done first.
-func (h *Heartbeat) Close(ctx context.Context) error { return h.t.Stop(ctx) }
+// Close stops the pings for good, even if Seen or PingNow is called later:
+// it cancels a ping in flight and waits for it to return, or returns
+// ctx.Err() if ctx is done first.
+func (h *Heartbeat) Close(ctx context.Context) error { return h.t.Close(ctx) }
 
 // A Registration keeps a service registered: it calls register at once,
 // then again after each success or failure as its policy says, until
