@@ -394,20 +394,8 @@ var shapeSuite = []struct {
 	}},
 }
 
-func TestTriggerShape(t *testing.T) {
-	for _, sc := range schedulers {
-		t.Run(sc.name, func(t *testing.T) {
-			for _, tc := range shapeSuite {
-				t.Run(tc.name, func(t *testing.T) {
-					synctest.Test(t, func(t *testing.T) {
-						e := &env{t: t, s: sc.new(t), slack: sc.slack, start: time.Now()}
-						tc.run(t, e)
-					})
-				})
-			}
-		})
-	}
-}
+// The shape rules run in TestTrigger, with the rest of the suite.
+func init() { suite = append(suite, shapeSuite...) }
 
 // A run cancelled by Suspend, with a parent that is still alive, reports
 // context.Canceled as its cause, not the parent's nil.
