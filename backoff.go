@@ -16,13 +16,18 @@ import (
 //     back to Base;
 //   - an attempt that times out, a due run that finds an abandoned attempt
 //     still running (a skip) and, unless KeepDelayOnError is set, an attempt
-//     that returns an error or panics, grow it to interval × Multiplier, at
-//     most Max;
+//     that returns an error or panics, are failures: each grows the interval
+//     to interval × Multiplier, at most Max, except that with Retry set the
+//     first failure in a row (the first since the last success, or since
+//     the Supervisor was created) sets it to Retry;
 //   - the delay actually waited is the interval with jitter applied last,
-//     then capped: Max is a hard ceiling, jitter included.
+//     then capped: Max is a hard ceiling, jitter included. An error made
+//     with RetryAfter replaces that delay with its own (see RetryAfter).
 //
 // With Base 1s, Max 10s, Multiplier 2 and no jitter, consecutive failures
-// wait 2s, 4s, 8s, 10s, 10s, ..., and the next success waits 1s.
+// wait 2s, 4s, 8s, 10s, 10s, ..., and the next success waits 1s. With
+// Base 30s, Retry 1s and Max 5m, a healthy task runs every 30s, and
+// consecutive failures wait 1s, 2s, 4s, ..., 4m16s, 5m, 5m, ...
 type Backoff struct {
 	// Base is the interval after a success, and where growth starts.
 	// It must be positive.
@@ -55,10 +60,20 @@ type Backoff struct {
 	// clock. Zero means no timeout. It must not be negative.
 	Timeout time.Duration
 
+	// Retry is the interval after the first failure in a row, whether a
+	// success came before it or none did yet; later failures in a row
+	// multiply it by Multiplier, up to Max. It may be shorter than Base: a
+	// task polled every 30s while healthy can retry 1s after a failure.
+	// Zero means the first failure grows the interval from Base like any
+	// other. It must not be negative, nor more than Max.
+	Retry time.Duration
+
 	// KeepDelayOnError makes an error or a panic leave the interval as it
 	// is, neither growing it nor bringing it back to Base, as Eureka's
 	// TimedSupervisorTask does with exceptions: only timeouts and skips
-	// grow it. By default an error grows the interval like a timeout.
+	// grow it (or set it to Retry). An error still counts as a failure in
+	// a row: a timeout right after it is not the first. By default an
+	// error grows the interval like a timeout.
 	KeepDelayOnError bool
 }
 
@@ -79,24 +94,38 @@ const (
 	JitterFull
 )
 
-// validated returns b with its defaults filled in (Multiplier 0 becomes 2),
-// or panics with a message naming the first invalid field.
-func (b Backoff) validated() Backoff {
+// Validate reports whether b is a valid policy: nil, or an error naming
+// the first invalid field and its value, with the very message Supervise
+// panics with. Use it on a Backoff read from a configuration file.
+func (b Backoff) Validate() error {
 	switch {
 	case b.Base <= 0:
-		panic(fmt.Sprintf("circulation: Backoff.Base must be positive, got %v", b.Base))
+		return fmt.Errorf("circulation: Backoff.Base must be positive, got %v", b.Base)
 	case b.Max < b.Base:
-		panic(fmt.Sprintf("circulation: Backoff.Max (%v) is less than Base (%v)", b.Max, b.Base))
+		return fmt.Errorf("circulation: Backoff.Max (%v) is less than Base (%v)", b.Max, b.Base)
 	case b.Multiplier != 0 && !(b.Multiplier >= 1): // also rejects NaN
-		panic(fmt.Sprintf("circulation: Backoff.Multiplier must be at least 1, or 0 for 2; got %v", b.Multiplier))
+		return fmt.Errorf("circulation: Backoff.Multiplier must be at least 1, or 0 for 2; got %v", b.Multiplier)
 	case !(b.Jitter >= 0 && b.Jitter <= 1): // also rejects NaN
-		panic(fmt.Sprintf("circulation: Backoff.Jitter must be in [0, 1], got %v", b.Jitter))
+		return fmt.Errorf("circulation: Backoff.Jitter must be in [0, 1], got %v", b.Jitter)
 	case b.JitterMode > JitterFull:
-		panic(fmt.Sprintf("circulation: unknown Backoff.JitterMode %d", b.JitterMode))
+		return fmt.Errorf("circulation: unknown Backoff.JitterMode %d", b.JitterMode)
 	case b.JitterMode == JitterFull && b.Jitter != 0:
-		panic(fmt.Sprintf("circulation: Backoff.Jitter (%v) must be zero with JitterFull", b.Jitter))
+		return fmt.Errorf("circulation: Backoff.Jitter (%v) must be zero with JitterFull", b.Jitter)
 	case b.Timeout < 0:
-		panic(fmt.Sprintf("circulation: Backoff.Timeout must not be negative, got %v", b.Timeout))
+		return fmt.Errorf("circulation: Backoff.Timeout must not be negative, got %v", b.Timeout)
+	case b.Retry < 0:
+		return fmt.Errorf("circulation: Backoff.Retry must not be negative, got %v", b.Retry)
+	case b.Retry > b.Max:
+		return fmt.Errorf("circulation: Backoff.Retry (%v) is more than Max (%v)", b.Retry, b.Max)
+	}
+	return nil
+}
+
+// validated returns b with its defaults filled in (Multiplier 0 becomes 2),
+// or panics with Validate's message.
+func (b Backoff) validated() Backoff {
+	if err := b.Validate(); err != nil {
+		panic(err.Error())
 	}
 	if b.Multiplier == 0 {
 		b.Multiplier = 2
@@ -116,15 +145,24 @@ const (
 	errored                  // returned an error or panicked within its Timeout
 )
 
-// next returns the interval that follows interval d after an outcome.
-func (b *Backoff) next(d time.Duration, o outcome) time.Duration {
+// next returns the interval that follows interval d after an outcome;
+// first reports whether a failure is the first in a row.
+func (b *Backoff) next(d time.Duration, o outcome, first bool) time.Duration {
 	switch {
 	case o == succeeded:
 		return b.Base
 	case o == errored && b.KeepDelayOnError:
 		return d
+	case first && b.Retry > 0:
+		return b.Retry
 	}
 	return b.grow(d)
+}
+
+// hint returns the delay an error made with RetryAfter asks for: d, at
+// least zero and at most Max, without jitter.
+func (b *Backoff) hint(d time.Duration) time.Duration {
+	return min(max(d, 0), b.Max)
 }
 
 // grow returns the interval that follows interval d after a failure:

@@ -43,27 +43,41 @@ func TestBackoffNext(t *testing.T) {
 	const s = time.Second
 	grows := Backoff{Base: s, Max: 10 * s, Multiplier: 2}
 	keeps := Backoff{Base: s, Max: 10 * s, Multiplier: 2, KeepDelayOnError: true}
+	retry := Backoff{Base: 30 * s, Max: 5 * time.Minute, Retry: s}
+	retryKeeps := Backoff{Base: 30 * s, Max: 5 * time.Minute, Retry: s, KeepDelayOnError: true}
 	for _, c := range []struct {
-		name string
-		b    Backoff
-		d    time.Duration
-		o    outcome
-		want time.Duration
+		name  string
+		b     Backoff
+		d     time.Duration
+		o     outcome
+		first bool
+		want  time.Duration
 	}{
-		{"success resets", grows, 8 * s, succeeded, s},
-		{"success at Base", grows, s, succeeded, s},
-		{"failure grows", grows, 2 * s, failed, 4 * s},
-		{"failure is capped", grows, 8 * s, failed, 10 * s},
-		{"error grows by default", grows, 2 * s, errored, 4 * s},
-		{"error keeps with KeepDelayOnError", keeps, 2 * s, errored, 2 * s},
-		{"error keeps, even at Base", keeps, s, errored, s},
-		{"failure still grows with KeepDelayOnError", keeps, 2 * s, failed, 4 * s},
-		{"success still resets with KeepDelayOnError", keeps, 8 * s, succeeded, s},
+		{"success resets", grows, 8 * s, succeeded, false, s},
+		{"success at Base", grows, s, succeeded, false, s},
+		{"failure grows", grows, 2 * s, failed, false, 4 * s},
+		{"failure is capped", grows, 8 * s, failed, false, 10 * s},
+		{"error grows by default", grows, 2 * s, errored, false, 4 * s},
+		{"error keeps with KeepDelayOnError", keeps, 2 * s, errored, false, 2 * s},
+		{"error keeps, even at Base", keeps, s, errored, false, s},
+		{"failure still grows with KeepDelayOnError", keeps, 2 * s, failed, false, 4 * s},
+		{"success still resets with KeepDelayOnError", keeps, 8 * s, succeeded, false, s},
+		{"first failure grows without Retry", grows, s, failed, true, 2 * s},
+		{"first failure sets Retry", retry, 30 * s, failed, true, s},
+		{"first error sets Retry", retry, 30 * s, errored, true, s},
+		{"later failure grows from Retry", retry, s, failed, false, 2 * s},
+		{"later failure is capped", retry, 4 * time.Minute, errored, false, 5 * time.Minute},
+		{"success resets to Base above Retry", retry, 8 * s, succeeded, false, 30 * s},
+		{"Retry above Base", Backoff{Base: s, Max: time.Minute, Retry: 10 * s}, s, failed, true, 10 * s},
+		{"Retry equal to Max", Backoff{Base: s, Max: 10 * s, Retry: 10 * s}, s, failed, true, 10 * s},
+		{"first error keeps with KeepDelayOnError and Retry", retryKeeps, 30 * s, errored, true, 30 * s},
+		{"first timeout sets Retry with KeepDelayOnError", retryKeeps, 30 * s, failed, true, s},
+		{"timeout after an error grows with KeepDelayOnError", retryKeeps, 30 * s, failed, false, time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.b.validated()
-			if got := b.next(c.d, c.o); got != c.want {
-				t.Errorf("next(%v, %v) = %v, want %v", c.d, c.o, got, c.want)
+			if got := b.next(c.d, c.o, c.first); got != c.want {
+				t.Errorf("next(%v, %v, %v) = %v, want %v", c.d, c.o, c.first, got, c.want)
 			}
 		})
 	}
@@ -112,6 +126,24 @@ func TestBackoffDelay(t *testing.T) {
 
 // TestBackoffDelayBounds checks the rule's bounds over many random draws:
 // a delay is never negative, never above Max, and within the jitter's band.
+func TestBackoffHint(t *testing.T) {
+	b := Backoff{Base: time.Second, Max: time.Minute, Jitter: 1}.validated()
+	for d, want := range map[time.Duration]time.Duration{
+		-time.Second:       0,
+		0:                  0,
+		time.Millisecond:   time.Millisecond,
+		time.Minute:        time.Minute,
+		time.Hour:          time.Minute,
+		math.MinInt64:      0,
+		math.MaxInt64:      time.Minute,
+		17*time.Second + 3: 17*time.Second + 3, // no jitter, although Jitter is 1
+	} {
+		if got := b.hint(d); got != want {
+			t.Errorf("hint(%v) = %v, want %v", d, got, want)
+		}
+	}
+}
+
 func TestBackoffDelayBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
@@ -173,10 +205,22 @@ func TestBackoffValidated(t *testing.T) {
 		{"unknown mode", func(b *Backoff) { b.JitterMode = 7 }, "circulation: unknown Backoff.JitterMode 7"},
 		{"Jitter with JitterFull", func(b *Backoff) { b.JitterMode = JitterFull }, "circulation: Backoff.Jitter (0.2) must be zero with JitterFull"},
 		{"negative Timeout", func(b *Backoff) { b.Timeout = -s }, "circulation: Backoff.Timeout must not be negative, got -1s"},
+		{"Retry below Base", func(b *Backoff) { b.Retry = s / 10 }, ""},
+		{"Retry equal to Max", func(b *Backoff) { b.Retry = b.Max }, ""},
+		{"negative Retry", func(b *Backoff) { b.Retry = -s }, "circulation: Backoff.Retry must not be negative, got -1s"},
+		{"Retry above Max", func(b *Backoff) { b.Retry = 11 * s }, "circulation: Backoff.Retry (11s) is more than Max (10s)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := ok
 			c.edit(&b)
+			// Validate returns the panic's message as an error, naming
+			// the field and its value.
+			switch err := b.Validate(); {
+			case c.panic == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case c.panic != "" && (err == nil || !strings.Contains(err.Error(), c.panic)):
+				t.Fatalf("Validate = %v, want an error containing %q", err, c.panic)
+			}
 			defer func() {
 				r := recover()
 				switch {
@@ -185,8 +229,8 @@ func TestBackoffValidated(t *testing.T) {
 				case c.panic != "" && r == nil:
 					t.Fatalf("validated did not panic, want %q", c.panic)
 				case c.panic != "":
-					if msg, _ := r.(string); !strings.Contains(msg, c.panic) {
-						t.Fatalf("panic %q, want it to contain %q", r, c.panic)
+					if msg, _ := r.(string); !strings.Contains(msg, c.panic) || msg != b.Validate().Error() {
+						t.Fatalf("panic %q, want Validate's message, containing %q", r, c.panic)
 					}
 				}
 			}()

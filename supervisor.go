@@ -29,6 +29,33 @@ func (e *permanentError) Error() string        { return e.err.Error() }
 func (e *permanentError) Unwrap() error        { return e.err }
 func (e *permanentError) Is(target error) bool { return target == ErrPermanent }
 
+// RetryAfter returns an error that wraps err and asks the Supervisor to
+// make its next attempt after d, as an HTTP Retry-After header does. Its
+// message is err's. RetryAfter(d, nil) is nil.
+//
+// A task that returns it (errors.As finds it through wraps) fails as with
+// any other error: Errors, ConsecutiveFailures and the interval of the
+// delay rule change as they would, but the delay waited is d, not the one
+// the rule draws: at least zero, at most the Backoff's Max, and without
+// jitter, since it is the server's instruction. An error that also
+// matches ErrPermanent stops the Supervisor instead, and one returned
+// after the Timeout, or after Suspend or Stop cancelled the attempt,
+// changes nothing, as any other error would.
+func RetryAfter(d time.Duration, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &retryAfterError{err, d}
+}
+
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
 // A Supervisor runs a task again and again, waiting between attempts as its
 // Backoff says, and never runs two attempts at once, not even when one
 // overstays its Timeout. It is built on a Trigger: Fire runs an attempt now,
@@ -342,6 +369,7 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 	}
 	r := s.random() // before mu: f may call the Supervisor
 	res := returnedNil
+	var hint *retryAfterError
 	switch {
 	case panicked:
 		res = returnedPanic
@@ -350,6 +378,7 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 		res = returnedPermanent
 	default:
 		res = returnedError
+		errors.As(err, &hint)
 	}
 	s.mu.Lock()
 	v, f := s.co.end(res, ctxDone)
@@ -372,11 +401,15 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 	case verdictSuccess:
 		c.successes.Add(1)
 		c.consecutive.Store(0)
-		s.interval = s.policy.next(s.interval, succeeded)
+		s.interval = s.policy.next(s.interval, succeeded, false)
 		delay, ok = s.delay(r), true
 	case verdictError:
 		c.errors.Add(1)
 		delay, ok = s.fail(errored, r), true
+		if hint != nil {
+			delay = s.policy.hint(hint.after)
+			s.stats.delay.Store(int64(delay))
+		}
 	case verdictPanic:
 		c.panics.Add(1)
 		delay, ok = s.fail(errored, r), true
@@ -477,8 +510,8 @@ func (s *Supervisor) random() float64 {
 // new delay is drawn with the random number r. It runs with mu held, inside
 // a stats write.
 func (s *Supervisor) fail(o outcome, r float64) time.Duration {
-	s.stats.consecutive.Add(1)
-	s.interval = s.policy.next(s.interval, o)
+	first := s.stats.consecutive.Add(1) == 1
+	s.interval = s.policy.next(s.interval, o, first)
 	return s.delay(r)
 }
 
