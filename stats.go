@@ -22,7 +22,7 @@ type Stats struct {
 	Late      uint64 // abandoned attempts that have since returned (or panicked): their results are ignored
 
 	ConsecutiveFailures uint64        // timeouts, skips, errors and panics since the last success (Canceled and Late attempts change nothing)
-	Delay               time.Duration // the delay drawn last; a Fire, FireAfter or Suspend may have overridden it
+	Delay               time.Duration // the delay drawn last (or RetryAfter's); a Fire, FireAfter or Suspend may have overridden it; 0 after a permanent error, which schedules nothing
 	Running             bool          // an attempt is running, in time or abandoned
 }
 

@@ -94,6 +94,9 @@ func (e *retryAfterError) Unwrap() error { return e.err }
 //     attempt (the one the schedule was about to begin is dropped), and one
 //     that comes after asks for one more, right after it returns, even if
 //     it returns late.
+//   - Close is Stop for good: no Fire or FireAfter after it runs anything.
+//     Wait returns the permanent error that stops the Supervisor, and
+//     Running and Stats tell what it is doing, without a lock.
 //
 // A Supervisor must be created with Supervise; the zero value is not
 // usable. Its methods are safe for concurrent use, including from inside
@@ -125,8 +128,19 @@ type Supervisor struct {
 	interval time.Duration // the delay rule's interval, before jitter
 	waiter   chan bool     // made by a round that waits for the watchdog; buffered, sent true once by tick; nil once it is sent to or left
 
+	closed bool        // Close was called: Fire and FireAfter do nothing
+	sig    *stopSignal // what Wait waits on; nil until a Wait needs it, and after it is signalled
+
 	stats counters
 	perm  atomic.Pointer[error] // the permanent error that stopped the Supervisor; cleared when the next attempt starts
+}
+
+// A stopSignal is closed, with err set before, at the next permanent stop
+// (err is the error) or at Close (err is nil). Both are written with
+// Supervisor.mu held; Wait reads err after done is closed.
+type stopSignal struct {
+	done chan struct{}
+	err  error
 }
 
 // A SuperviseOption configures a Supervisor in Supervise.
@@ -200,9 +214,14 @@ func (s *Supervisor) Fire() { s.FireAfter(0) }
 // Fire, FireAfter and Suspend and the backoff schedule, as Trigger.FireAfter
 // does. If an attempt is running when d has passed, the next one starts as
 // soon as it returns. An attempt in flight keeps its Timeout.
+//
+// On a closed Supervisor it does nothing.
 func (s *Supervisor) FireAfter(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock() // also if the Scheduler panics
+	if s.closed {
+		return
+	}
 	s.supersede(false)
 	s.main.FireAfter(d)
 }
@@ -257,6 +276,79 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	return err
 }
+
+// Close stops the Supervisor as Stop does, and closes it: every later Fire
+// and FireAfter does nothing, and Wait returns. It returns nil once no
+// attempt is running and none of its timers is pending or executing, or
+// ctx.Err() if ctx is done first. Close may be called more than once; each
+// call waits as Stop does. Called from inside the task with the task's own
+// context, it closes the Supervisor and returns nil without waiting for
+// the attempt in flight, which is its caller.
+func (s *Supervisor) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.co.stops++
+	var cur *attempt
+	if s.supersede(true) {
+		cur = s.cur
+	}
+	a, _ := ctx.(*attempt)
+	inside := a != nil && a == s.cur
+	s.signal(nil)
+	s.mu.Unlock()
+	if cur != nil {
+		cur.cancel(context.Canceled)
+	}
+	// Close the main Trigger too, so that nothing can arm it again: an
+	// arming from a round already under way is refused as well.
+	err := s.main.Close(ctx)
+	s.mu.Lock()
+	s.co.stops--
+	s.mu.Unlock()
+	if inside {
+		return nil
+	}
+	return err
+}
+
+// Wait waits until the Supervisor stops on a permanent error, and returns
+// that error. If it has stopped on one already (Err reports it), Wait
+// returns it at once. Otherwise it returns the error of the first
+// permanent stop after the call, even if a Fire has started the
+// Supervisor again by the time Wait returns; nil if the Supervisor is
+// closed first (see Close), for then no attempt runs again; or ctx.Err()
+// if ctx is done first. Any number of goroutines may wait at once.
+func (s *Supervisor) Wait(ctx context.Context) error {
+	s.mu.Lock()
+	if err := s.Err(); err != nil || s.closed {
+		s.mu.Unlock()
+		return err
+	}
+	if s.sig == nil {
+		s.sig = &stopSignal{done: make(chan struct{})}
+	}
+	sig := s.sig
+	s.mu.Unlock()
+	select {
+	case <-sig.done:
+		return sig.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// signal wakes the goroutines in Wait with err. It runs with mu held.
+func (s *Supervisor) signal(err error) {
+	if s.sig != nil {
+		s.sig.err = err
+		close(s.sig.done)
+		s.sig = nil
+	}
+}
+
+// Running reports whether an attempt is running, in time or abandoned. It
+// takes no lock, as Stats does.
+func (s *Supervisor) Running() bool { return s.stats.running.Load() }
 
 // Err returns the permanent error that stopped the Supervisor, as the task
 // returned it, or nil. It reports the error from the moment the attempt is
@@ -416,6 +508,7 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 	case verdictPermanent, verdictPermanentSuspended:
 		c.errors.Add(1)
 		c.consecutive.Add(1)
+		c.delay.Store(0) // no delay is drawn: nothing is scheduled
 	case verdictCanceled:
 		c.canceled.Add(1) // Suspend or Stop has superseded this round anyway
 	}
@@ -429,6 +522,7 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 		}
 		perm := err // allocated only on this path
 		s.perm.Store(&perm)
+		s.signal(err)
 	}
 	s.mu.Unlock()
 	if w != nil {

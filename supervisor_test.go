@@ -378,7 +378,8 @@ func TestSupervisorPermanentErrorStops(t *testing.T) {
 				}), circulation.Backoff{Base: sec, Max: time.Minute})
 				s.Fire()
 				p.at(time.Hour)
-				wantStats(t, p, s, circulation.Stats{Attempts: 2, Errors: 2, ConsecutiveFailures: 2, Delay: 2 * sec})
+				// Delay is 0: the permanent error scheduled nothing.
+				wantStats(t, p, s, circulation.Stats{Attempts: 2, Errors: 2, ConsecutiveFailures: 2})
 				if err := s.Err(); err != c.err || !errors.Is(err, circulation.ErrPermanent) || !errors.Is(err, errBroken) {
 					t.Fatalf("Err() = %v, want %v", err, c.err)
 				}
