@@ -129,6 +129,9 @@ type Supervisor struct {
 	waiter   chan bool     // made by a round that waits for the watchdog; buffered, sent true once by tick; nil once it is sent to or left
 
 	closed bool        // Close was called: Fire and FireAfter do nothing
+	notify *notifier   // WithNotify's, or nil
+	start  time.Time   // when the attempt in flight began, if notify is set
+	number uint64      // the attempt in flight's number, if notify is set
 	sig    *stopSignal // what Wait waits on; nil until a Wait needs it, and after it is signalled
 
 	stats counters
@@ -154,8 +157,9 @@ type SuperviseOption interface {
 }
 
 type superviseOptions struct {
-	sched Scheduler
-	rand  func() float64
+	sched  Scheduler
+	rand   func() float64
+	notify func(AttemptEvent)
 }
 
 type superviseOptionFunc func(*superviseOptions)
@@ -200,6 +204,9 @@ func Supervise(task func(ctx context.Context) error, b Backoff, opts ...Supervis
 		o.rand = rand.Float64
 	}
 	s := &Supervisor{task: task, policy: b.validated(), rand: o.rand}
+	if o.notify != nil {
+		s.notify = &notifier{f: o.notify}
+	}
 	s.jittered = s.policy.Jitter != 0 || s.policy.JitterMode == JitterFull
 	s.interval = s.policy.Base
 	s.main = Bind(o.sched, s.round)
@@ -396,8 +403,11 @@ func (s *Supervisor) round(tctx context.Context) (time.Duration, bool) {
 func (s *Supervisor) call(tctx context.Context, a *attempt) (err error, panicked bool) {
 	returned := false
 	defer func() {
-		if recover() != nil {
+		if r := recover(); r != nil {
 			panicked = true
+			if s.notify != nil {
+				err = &panicError{value: r}
+			}
 		} else if !returned {
 			s.goexit(tctx, a)
 		}
@@ -414,7 +424,11 @@ func (s *Supervisor) call(tctx context.Context, a *attempt) (err error, panicked
 // holds mu while it does, as they do: the main Trigger is still running, so
 // no round can begin meanwhile.
 func (s *Supervisor) goexit(tctx context.Context, a *attempt) {
-	if next, ok := s.end(tctx, a, nil, true); ok {
+	var err error
+	if s.notify != nil {
+		err = &panicError{goexit: true}
+	}
+	if next, ok := s.end(tctx, a, err, true); ok {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.co.current(a.flags) {
@@ -441,9 +455,12 @@ func (s *Supervisor) begin(tctx context.Context) *attempt {
 	a.flags = s.co.cur
 	s.cur = a
 	c := s.stats.write()
-	c.attempts.Add(1)
+	n := c.attempts.Add(1)
 	c.running.Store(true)
 	c.done()
+	if s.notify != nil {
+		s.start, s.number = time.Now(), n
+	}
 	if s.perm.Load() != nil {
 		s.perm.Store(nil)
 	}
@@ -513,6 +530,9 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 		c.canceled.Add(1) // Suspend or Stop has superseded this round anyway
 	}
 	c.done()
+	if s.notify != nil {
+		s.postEnd(v, f, err, delay)
+	}
 	if v == verdictPermanent || v == verdictPermanentSuspended {
 		// Suspend before Err reports the error, and before any Fire can
 		// come in after it: a Fire made once Err does starts the
@@ -525,6 +545,11 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 		s.signal(err)
 	}
 	s.mu.Unlock()
+	if s.notify != nil {
+		if spent := s.notify.deliver(); ok {
+			delay = shorten(delay, spent)
+		}
+	}
 	if w != nil {
 		// The watchdog keeps the schedule: it sends true when the next
 		// attempt falls due. Every Fire, FireAfter, Suspend and Stop
@@ -573,11 +598,68 @@ func (s *Supervisor) tick(context.Context) (time.Duration, bool) {
 		s.waiter <- true
 		s.waiter = nil
 	}
+	if s.notify != nil && (act == tickTimeout || act == tickSkip) {
+		s.postTick(act, d, again)
+	}
 	s.mu.Unlock()
 	if timedOut != nil {
 		timedOut.cancel(context.DeadlineExceeded) // without mu: it calls the cancels of derived contexts (see cancelContext.cancel)
 	}
+	if s.notify != nil {
+		d = shorten(d, s.notify.deliver())
+	}
 	return d, again
+}
+
+// postEnd posts the event of an attempt that ended with verdict v, flags
+// f, error err and drawn delay. It runs with mu held, after the stats
+// write.
+func (s *Supervisor) postEnd(v verdict, f attemptFlags, err error, delay time.Duration) {
+	now := time.Now()
+	ev := AttemptEvent{
+		Attempt:             s.number,
+		Err:                 err,
+		Start:               s.start,
+		Duration:            now.Sub(s.start),
+		ConsecutiveFailures: s.stats.consecutive.Load(),
+	}
+	switch v {
+	case verdictSuccess:
+		ev.Outcome = AttemptSucceeded
+	case verdictError:
+		ev.Outcome = AttemptFailed
+	case verdictPanic:
+		ev.Outcome = AttemptPanicked
+	case verdictPermanent, verdictPermanentSuspended:
+		ev.Outcome = AttemptStopped
+	case verdictCanceled:
+		ev.Outcome = AttemptCanceled
+	default:
+		ev.Outcome = AttemptLate
+	}
+	switch v {
+	case verdictSuccess, verdictError, verdictPanic:
+		ev.Next, ev.Scheduled = delay, s.co.current(f)
+	}
+	s.notify.post(ev)
+}
+
+// postTick posts the event of a timeout or a skip, after which the watchdog
+// runs again after d if again. It runs with mu held, after the stats write.
+func (s *Supervisor) postTick(act tickAction, d time.Duration, again bool) {
+	now := time.Now()
+	ev := AttemptEvent{
+		Outcome:             AttemptSkipped,
+		Attempt:             s.number,
+		Start:               now,
+		ConsecutiveFailures: s.stats.consecutive.Load(),
+		Next:                d,
+		Scheduled:           again,
+	}
+	if act == tickTimeout {
+		ev.Outcome, ev.Err, ev.Start, ev.Duration = AttemptTimedOut, context.DeadlineExceeded, s.start, now.Sub(s.start)
+	}
+	s.notify.post(ev)
 }
 
 // quiesce stops the watchdog and waits for a tick in flight, which needs mu:
