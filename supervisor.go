@@ -56,6 +56,16 @@ type retryAfterError struct {
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
 
+// retryHint returns the delay RetryAfter put in err, if it did. It is a
+// function of its own so that only an error pays for errors.As.
+func retryHint(err error) (time.Duration, bool) {
+	var e *retryAfterError
+	if errors.As(err, &e) {
+		return e.after, true
+	}
+	return 0, false
+}
+
 // A Supervisor runs a task again and again, waiting between attempts as its
 // Backoff says, and never runs two attempts at once, not even when one
 // overstays its Timeout. It is built on a Trigger: Fire runs an attempt now,
@@ -478,7 +488,8 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 	}
 	r := s.random() // before mu: f may call the Supervisor
 	res := returnedNil
-	var hint *retryAfterError
+	var hint time.Duration // RetryAfter's, if hinted
+	hinted := false
 	switch {
 	case panicked:
 		res = returnedPanic
@@ -487,7 +498,7 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 		res = returnedPermanent
 	default:
 		res = returnedError
-		errors.As(err, &hint)
+		hint, hinted = retryHint(err)
 	}
 	s.mu.Lock()
 	v, f := s.co.end(res, ctxDone)
@@ -515,8 +526,8 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 	case verdictError:
 		c.errors.Add(1)
 		delay, ok = s.fail(errored, r), true
-		if hint != nil {
-			delay = s.policy.hint(hint.after)
+		if hinted {
+			delay = s.policy.hint(hint)
 			s.stats.delay.Store(int64(delay))
 		}
 	case verdictPanic:

@@ -122,10 +122,11 @@ func TestSupervisorWait(t *testing.T) {
 		if err := s.Wait(context.Background()); err != errs[1] {
 			t.Fatalf("Wait after the second stop = %v, want %v", err, errs[1])
 		}
-		go func() { got <- s.Wait(context.Background()) }()
 		s.Fire() // n = 4 fails, and it retries every second until closed
 		synctest.Wait()
-		go func() { got <- s.Wait(context.Background()) }()
+		for range 2 {
+			go func() { got <- s.Wait(context.Background()) }()
+		}
 		p.at(10 * sec)
 		if err := s.Close(context.Background()); err != nil {
 			t.Fatal(err)

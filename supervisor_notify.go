@@ -80,9 +80,15 @@ type AttemptEvent struct {
 // on the goroutine that made the outcome: the attempt's, after the task has
 // returned, and the watchdog's for a timeout and a skip. If an outcome
 // comes while f runs for another, the goroutine already in f delivers it
-// after it, and the new one goes on without waiting. A slow f does not
-// stretch the delays: the next attempt is still due Next after the
-// outcome, or as soon as f returns if that is later. f must not panic.
+// after it, and the new one goes on without waiting for it, with one
+// exception: an attempt that returns while f runs on the watchdog's
+// goroutine waits for that call before it ends. A slow f does not stretch
+// the delays: the next attempt is still due Next after the outcome, or as
+// soon as f returns if that is later. Stop and Close wait for the calls f
+// gets from the attempts they wait for. f must not panic.
+//
+// Without WithNotify, the Supervisor builds no event and reads no clock
+// for one.
 func WithNotify(f func(AttemptEvent)) SuperviseOption {
 	return superviseOptionFunc(func(o *superviseOptions) { o.notify = f })
 }

@@ -1,20 +1,25 @@
-// Command supervisor watches a Supervisor keep a flaky dependency in
-// check, as Eureka's TimedSupervisorTask does for a registry refresh.
+// Command supervisor keeps a registration alive against a flaky registry,
+// as Eureka's TimedSupervisorTask does for a registry refresh, and prints
+// each attempt's outcome and the delay before the next as it happens.
 //
-// The dependency answers, fails, or hangs past the attempt's timeout.
-// The program shows the Supervisor's rules at work:
+// The registry is an httptest server that answers, fails, asks to be left
+// alone for a while (503 with Retry-After), hangs past the attempt's
+// timeout, and finally answers 410 Gone: the registration is no more, and
+// retrying cannot help. The program shows:
 //
-//   - every failure or timeout doubles the delay before the next attempt,
-//     up to Max, and a success brings it back to Base;
-//   - an attempt that hangs past its timeout is abandoned (its context is
-//     cancelled), but no other attempt starts while it still runs: the
-//     attempts that fall due meanwhile are skipped, and back off further;
-//   - Stats counts it all, in one consistent snapshot.
+//   - WithNotify: each outcome comes with the delay drawn for the next
+//     attempt, so the log says "retrying in X" as it happens, with no
+//     polling, and says nothing of a next attempt after the 410;
+//   - Retry: the first failure in a row waits Retry, not Base × Multiplier;
+//   - RetryAfter: the server's Retry-After is obeyed exactly, capped at Max;
+//   - an attempt that hangs past its Timeout is abandoned (a timeout), and
+//     its late return changes nothing;
+//   - Wait returns the permanent error that stopped the Supervisor.
 //
 // Every duration is a multiple of Base, which -base sets:
 //
 //	go run ./examples/supervisor
-//	go run ./examples/supervisor -base 50ms
+//	go run ./examples/supervisor -base 20ms
 package main
 
 import (
@@ -23,10 +28,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
-	"strings"
-	"sync"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/circulation-go/circulation"
@@ -64,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("supervisor", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.DurationVar(&cfg.base, "base", cfg.base,
-		fmt.Sprintf("the delay after a success, `d` (%v to %v); the story lasts about 45×d", minBase, maxBase))
+		fmt.Sprintf("the delay after a success, `d` (%v to %v); the story lasts about 20×d", minBase, maxBase))
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -81,160 +88,113 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return cfg, nil
 }
 
-// What the dependency does on each attempt, in order.
-type behaviour int
-
-const (
-	answers         behaviour = iota // returns nil after a moment
-	fails                            // returns an error after a moment
-	hangs                            // blocks until its context is done
-	hangsRegardless                  // blocks for 15×base, ignoring its context
-)
-
-var script = []behaviour{answers, fails, fails, hangs, fails, answers, answers, hangsRegardless, answers, answers}
-
-var errRefused = errors.New("connection refused")
-
-// report is what happened, for the tests.
-type report struct {
-	attempts []attempt
-	stats    circulation.Stats // at the end
+// registry answers the n-th request as the script says.
+type registry struct {
+	n atomic.Int32
 }
 
-type attempt struct {
-	start time.Duration     // since the story began
-	end   time.Duration     // when the task returned
-	delay time.Duration     // the delay the Supervisor waited before it
-	since circulation.Stats // Stats when it started
+func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	switch r.n.Add(1) {
+	case 1, 6:
+		w.WriteHeader(http.StatusOK)
+	case 2:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case 3:
+		w.Header().Set("Retry-After", "1") // seconds: more than Max
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case 4:
+		<-req.Context().Done() // hangs until the client gives up
+	case 5:
+		w.WriteHeader(http.StatusInternalServerError)
+	default:
+		w.WriteHeader(http.StatusGone)
+	}
 }
 
-// run lets a Supervisor run the script's attempts, printing what happens
-// to w, and returns what happened.
-func run(ctx context.Context, w io.Writer, cfg config) (*report, error) {
+// refresh is the Supervisor's task: one request to the registry, its
+// answer turned into what the Supervisor understands.
+func refresh(client *http.Client, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, nil)
+		if err != nil {
+			return circulation.Permanent(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // timed out, or stopped
+			}
+			return err
+		}
+		resp.Body.Close()
+		status := fmt.Errorf("registry: %s", resp.Status)
+		switch {
+		case resp.StatusCode == http.StatusOK:
+			return nil
+		case resp.StatusCode == http.StatusGone:
+			return circulation.Permanent(status) // retrying cannot help
+		case resp.Header.Get("Retry-After") != "":
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+				return circulation.RetryAfter(time.Duration(s)*time.Second, status)
+			}
+		}
+		return status
+	}
+}
+
+// run keeps the registration alive until the registry answers 410 Gone,
+// printing each outcome to w, and returns the Supervisor's Stats.
+func run(ctx context.Context, w io.Writer, cfg config) (circulation.Stats, error) {
+	srv := httptest.NewServer(&registry{})
+	defer srv.Close()
+	client := srv.Client()
+	defer client.CloseIdleConnections()
+
 	b := cfg.base
 	policy := circulation.Backoff{
-		Base:       b,
-		Max:        8 * b,
-		Multiplier: 2,
-		Timeout:    2 * b,
+		Base:    b,     // while healthy
+		Retry:   b / 2, // after the first failure in a row
+		Max:     8 * b,
+		Timeout: 2 * b,
 		// No Jitter, so that the delays are exact. A fleet of clients
 		// wants some (Jitter: 0.2) so that they do not retry in step.
 	}
-	d := &demo{policy: policy, log: &timeline{w: w, start: time.Now()}, done: make(chan struct{})}
-	d.sup = circulation.Supervise(d.attempt, policy)
-	d.log.printf("Backoff: Base %v, Max %v, Multiplier 2, Timeout %v, no jitter", policy.Base, policy.Max, policy.Timeout)
-	d.sup.Fire()
-	select {
-	case <-d.done:
-	case <-ctx.Done():
-		d.log.printf("interrupted")
+	fmt.Fprintf(w, "Backoff: Base %v, Retry %v, Max %v, Multiplier 2, Timeout %v, no jitter\n",
+		policy.Base, policy.Retry, policy.Max, policy.Timeout)
+	s := circulation.Supervise(refresh(client, srv.URL), policy, circulation.WithNotify(func(ev circulation.AttemptEvent) {
+		// The calls never overlap: w needs no lock.
+		fmt.Fprintln(w, describe(ev))
+	}))
+	s.Fire()
+	err := s.Wait(ctx)
+	if ctx.Err() != nil {
+		fmt.Fprintln(w, "interrupted")
 	}
-	// Stop cancels the attempt in flight and waits for it, even for one
-	// that was abandoned at its timeout.
-	if err := d.sup.Stop(context.Background()); err != nil {
-		return nil, err
+	// Close waits for the attempt in flight, if any, and its notification.
+	if cerr := s.Close(context.Background()); cerr != nil {
+		return s.Stats(), cerr
 	}
-	st := d.sup.Stats()
-	d.log.printf("stopped; Stats: %+v", st)
-	return &report{attempts: d.attempts, stats: st}, nil
+	st := s.Stats()
+	fmt.Fprintf(w, "stopped: %v\nStats: %+v\n", err, st)
+	return st, nil
 }
 
-// demo holds the Supervisor and what its attempts record. The fields
-// below sup are written only by attempts, which never overlap, and read by
-// run after Stop: they need no lock.
-type demo struct {
-	policy   circulation.Backoff
-	log      *timeline
-	sup      *circulation.Supervisor
-	done     chan struct{} // closed by the last attempt of the script
-	attempts []attempt
-}
-
-// attempt is the Supervisor's task: one call of the flaky dependency.
-func (d *demo) attempt(ctx context.Context) error {
-	n := len(d.attempts) + 1
-	if n > len(script) {
-		return nil // the story is over; Stop is on its way
+// describe says what an event means, in one line.
+func describe(ev circulation.AttemptEvent) string {
+	line := fmt.Sprintf("attempt %d: %v", ev.Attempt, ev.Outcome)
+	if ev.Err != nil {
+		line += ": " + ev.Err.Error()
 	}
-	st := d.sup.Stats()
-	a := attempt{start: time.Since(d.log.start), since: st}
-	if n > 1 {
-		a.delay = st.Delay
-		d.log.printf("attempt %d starts after %v%s: %s", n, a.delay, d.mark(a.delay), d.why(n))
-	} else {
-		d.log.printf("attempt 1 starts")
+	switch ev.Outcome {
+	case circulation.AttemptTimedOut:
+		line += " (abandoned, but no other attempt starts while it runs)"
+	case circulation.AttemptLate:
+		line += " (returned after its timeout: ignored)"
+	case circulation.AttemptStopped:
+		line += " (permanent: no more attempts)"
 	}
-	d.attempts = append(d.attempts, a)
-	defer func() { d.attempts[n-1].end = time.Since(d.log.start) }()
-	if n == len(script) {
-		defer close(d.done)
+	if ev.Scheduled {
+		line += fmt.Sprintf("; next attempt in %v", ev.Next)
 	}
-
-	b := d.policy.Base
-	switch script[n-1] {
-	case answers:
-		time.Sleep(b / 10)
-		d.log.printf("attempt %d: ok", n)
-		return nil
-	case fails:
-		time.Sleep(b / 10)
-		d.log.printf("attempt %d: error: %v", n, errRefused)
-		return errRefused
-	case hangs:
-		d.log.printf("attempt %d: hangs until its context is done", n)
-		<-ctx.Done()
-		d.log.printf("attempt %d: gives up: %v", n, ctx.Err())
-		return ctx.Err()
-	default: // hangsRegardless
-		d.log.printf("attempt %d: hangs for %v, ignoring its context", n, 15*b)
-		stop := context.AfterFunc(ctx, func() {
-			d.log.printf("attempt %d: timed out (%v): abandoned, but still running, so no other attempt starts", n, ctx.Err())
-		})
-		defer stop()
-		time.Sleep(15 * b)
-		d.log.printf("attempt %d: returns, late: its result is ignored", n)
-		return nil
-	}
-}
-
-// mark names the delay if it is Base or Max.
-func (d *demo) mark(delay time.Duration) string {
-	switch delay {
-	case d.policy.Base:
-		return " (Base)"
-	case d.policy.Max:
-		return " (Max)"
-	}
-	return ""
-}
-
-// why says what happened since attempt n-1 started, from the Stats.
-func (d *demo) why(n int) string {
-	was, now := d.attempts[n-2].since, d.sup.Stats()
-	var what []string
-	switch {
-	case now.Successes > was.Successes:
-		what = append(what, fmt.Sprintf("attempt %d succeeded", n-1))
-	case now.Errors > was.Errors:
-		what = append(what, fmt.Sprintf("attempt %d failed", n-1))
-	case now.Timeouts > was.Timeouts:
-		what = append(what, fmt.Sprintf("attempt %d timed out", n-1))
-	}
-	if k := now.Skipped - was.Skipped; k > 0 {
-		what = append(what, fmt.Sprintf("%d due attempts were skipped while it still ran, each doubling the delay", k))
-	}
-	return strings.Join(what, ", then ")
-}
-
-// timeline prints lines stamped with the time since it started.
-type timeline struct {
-	w     io.Writer
-	start time.Time
-	mu    sync.Mutex
-}
-
-func (l *timeline) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, "%6.3fs  %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
+	return line
 }
