@@ -3,6 +3,7 @@ package circulation
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -144,6 +145,9 @@ type Supervisor struct {
 	number uint64      // the attempt in flight's number, if notify is set
 	sig    *stopSignal // what Wait waits on; nil until a Wait needs it, and after it is signalled
 
+	epoch time.Time    // when Supervise ran: due times are kept relative to it
+	due   atomic.Int64 // the next attempt's due time, in nanoseconds since epoch, or noDue; written with mu held
+
 	stats counters
 	perm  atomic.Pointer[error] // the permanent error that stopped the Supervisor; cleared when the next attempt starts
 }
@@ -219,6 +223,8 @@ func Supervise(task func(ctx context.Context) error, b Backoff, opts ...Supervis
 	}
 	s.jittered = s.policy.Jitter != 0 || s.policy.JitterMode == JitterFull
 	s.interval = s.policy.Base
+	s.epoch = time.Now()
+	s.due.Store(noDue)
 	s.main = Bind(o.sched, s.round)
 	s.watch = Bind(o.sched, s.tick)
 	return s
@@ -240,6 +246,7 @@ func (s *Supervisor) FireAfter(d time.Duration) {
 		return
 	}
 	s.supersede(false)
+	s.setDue(d)
 	s.main.FireAfter(d)
 }
 
@@ -261,6 +268,7 @@ func (s *Supervisor) suspend(stop bool) *attempt {
 	if stop {
 		s.co.stops++
 	}
+	s.due.Store(noDue)
 	if s.supersede(true) {
 		return s.cur
 	}
@@ -305,6 +313,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.co.stops++
+	s.due.Store(noDue)
 	var cur *attempt
 	if s.supersede(true) {
 		cur = s.cur
@@ -361,6 +370,32 @@ func (s *Supervisor) signal(err error) {
 		close(s.sig.done)
 		s.sig = nil
 	}
+}
+
+// noDue is Supervisor.due when no attempt is scheduled.
+const noDue = math.MinInt64
+
+// setDue records that the next attempt is due d from now. It runs with mu
+// held. time.Since of a Time with a monotonic reading reads only the
+// monotonic clock, which costs less than time.Now.
+func (s *Supervisor) setDue(d time.Duration) {
+	s.due.Store(int64(time.Since(s.epoch) + max(d, 0)))
+}
+
+// Next returns when the next attempt is due, by the runtime's clock, or the
+// zero Time if none is scheduled: before the first Fire, while an attempt
+// runs and nothing asked for another, after Suspend, Stop, Close or a
+// permanent error. A due time may have passed: while an attempt runs, the
+// next one starts when it returns. After an attempt, it is the attempt's
+// end plus the delay drawn; while an abandoned attempt runs, the next due
+// time of the watchdog, at which the attempt would be skipped. Next takes
+// no lock, as Stats does.
+func (s *Supervisor) Next() time.Time {
+	d := s.due.Load()
+	if d == noDue {
+		return time.Time{}
+	}
+	return s.epoch.Add(time.Duration(d))
 }
 
 // Running reports whether an attempt is running, in time or abandoned. It
@@ -468,6 +503,7 @@ func (s *Supervisor) begin(tctx context.Context) *attempt {
 	n := c.attempts.Add(1)
 	c.running.Store(true)
 	c.done()
+	s.due.Store(noDue) // this is the attempt that was due
 	if s.notify != nil {
 		s.start, s.number = time.Now(), n
 	}
@@ -541,6 +577,14 @@ func (s *Supervisor) end(tctx context.Context, a *attempt, err error, panicked b
 		c.canceled.Add(1) // Suspend or Stop has superseded this round anyway
 	}
 	c.done()
+	switch v {
+	case verdictSuccess, verdictError, verdictPanic:
+		if s.co.current(f) {
+			s.setDue(delay)
+		}
+	case verdictPermanent:
+		s.due.Store(noDue)
+	}
 	if s.notify != nil {
 		s.postEnd(v, f, err, delay)
 	}
@@ -608,6 +652,10 @@ func (s *Supervisor) tick(context.Context) (time.Duration, bool) {
 	case tickDue:
 		s.waiter <- true
 		s.waiter = nil
+		s.setDue(0)
+	}
+	if again {
+		s.setDue(d)
 	}
 	if s.notify != nil && (act == tickTimeout || act == tickSkip) {
 		s.postTick(act, d, again)

@@ -217,3 +217,67 @@ func TestSupervisorCloseRacesFire(t *testing.T) {
 		}
 	}
 }
+
+// Next reports the due time of the next attempt, kept by every party that
+// schedules one, and the zero Time when none is scheduled.
+func TestSupervisorNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newProbe()
+		var s0 *circulation.Supervisor
+		wantNext := func(want time.Duration, none bool) {
+			t.Helper()
+			got := p.t0.Add(-1) // not a due time
+			if n := s0.Next(); !n.IsZero() {
+				got = n
+			}
+			switch {
+			case none && !got.Equal(p.t0.Add(-1)):
+				t.Fatalf("at %v: Next() = %v after the start, want zero", time.Since(p.t0), got.Sub(p.t0))
+			case !none && !got.Equal(p.t0.Add(want)):
+				t.Fatalf("at %v: Next() = %v after the start, want %v", time.Since(p.t0), got.Sub(p.t0), want)
+			}
+		}
+		s0 = circulation.Supervise(p.task(func(ctx context.Context, n int) error {
+			switch n {
+			case 1:
+				time.Sleep(sec)
+				return nil
+			case 2:
+				return errFlaky
+			case 3: // overstays its Timeout of 2s by 5s
+				time.Sleep(7 * sec)
+				return nil
+			case 4:
+				return circulation.Permanent(errFlaky)
+			}
+			return nil
+		}), circulation.Backoff{Base: 10 * sec, Max: 20 * sec, Retry: 3 * sec, Timeout: 2 * sec})
+		wantNext(0, true) // before the first Fire
+		s0.Fire()
+		wantNext(0, false)
+		p.at(sec / 2)
+		wantNext(0, true) // the attempt runs, and nothing asked for another
+		p.at(2 * sec)
+		wantNext(11*sec, false) // its end plus Base
+		p.at(11 * sec)
+		wantNext(14*sec, false) // the error: Retry
+		p.at(14*sec + sec/2)
+		wantNext(0, true)
+		p.at(16 * sec)
+		wantNext(22*sec, false) // timed out at 16s: the watchdog's due time, 6s later
+		p.at(21 * sec)
+		wantNext(22*sec, false) // returned late at 21s: still the watchdog's
+		p.at(22 * sec)
+		wantNext(0, true) // attempt 4 stops it
+		s0.FireAfter(5 * sec)
+		wantNext(27*sec, false)
+		s0.Suspend()
+		wantNext(0, true)
+		s0.FireAfter(sec)
+		if err := s0.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		wantNext(0, true)
+		p.wantStarts(t, 0, 11*sec, 14*sec, 22*sec)
+	})
+}
