@@ -54,12 +54,15 @@ package circulation
 // version the iteration began with, which the real finish does not need,
 // so that a mutant can compare versions as an older protocol did.
 type transitions struct {
-	advance func(s uint32) uint32
-	suspend func(s uint32) uint32
-	reserve func(s uint32) uint32
-	enter   func(s, v uint32) (uint32, entry)
-	finish  func(s, v uint32, ok bool) (uint32, exit)
-	abort   func(s uint32) (uint32, exit)
+	advance       func(s uint32) uint32
+	suspend       func(s uint32) uint32
+	reserve       func(s uint32) uint32
+	enter         func(s, v uint32) (uint32, entry)
+	finish        func(s, v uint32, ok bool) (uint32, exit)
+	abort         func(s uint32) (uint32, exit)
+	advanceWithin func(s uint32) uint32
+	closeNow      func(s uint32) uint32
+	shutdown      func(s uint32, hurry bool) uint32
 }
 
 // stateGo is the table of the real transitions.
@@ -70,6 +73,10 @@ var stateGo = transitions{
 	enter:   enter,
 	finish:  func(s, _ uint32, ok bool) (uint32, exit) { return finish(s, ok) },
 	abort:   abort,
+
+	advanceWithin: advanceWithin,
+	closeNow:      closeNow,
+	shutdown:      shutdown,
 }
 
 // stormKs are the numbers of calls a storm publishes: just over half the
@@ -98,6 +105,16 @@ const (
 	phStormCAS          //
 	phSStormLoad        // a storm of FireAfter(d) calls, the last one a Suspend
 	phSStormCAS         //
+	phWithinLoad        // FireWithin, or a reassert (again): closed? again and not within? reserved?
+	phWithinLook        // keep: look at the pending shot (current, unclaimed, due no later?)
+	phWithinCheck       // keep: the state is still s
+	phWithinLookAgain   // keep: is the shot still unclaimed?
+	phWithinCAS         // reserve (due passed, running) or advanceWithin
+	phCloseLoad         // Close
+	phCloseCAS          // closeNow; then cancelRun as Suspend's
+	phShutdownLoad      // Shutdown, or the hurry of place() (again)
+	phShutdownCAS       // flush: shutdown(s, hurry), hurry a choice when a current delayed timer is unclaimed
+	phPlace             // place() of an arming, after its timer started: reassert if stale and within, hurry if current on a closed Trigger
 	phClaim             // a timer callback: shot.run's claim and shotDead check
 	phStartLoad         // Trigger.start
 	phStartCAS          //
@@ -123,7 +140,8 @@ func (p exPhase) inIteration() bool { return p >= phBeginCheck && p <= phEnd || 
 
 func (p exPhase) load() bool {
 	switch p {
-	case phFireLoad, phFireAfterLoad, phSuspendLoad, phStormLoad, phSStormLoad, phStartLoad, phFinishLoad, phAbortLoad:
+	case phFireLoad, phFireAfterLoad, phSuspendLoad, phStormLoad, phSStormLoad, phStartLoad, phFinishLoad, phAbortLoad,
+		phWithinLoad, phCloseLoad, phShutdownLoad:
 		return true
 	}
 	return false
@@ -133,7 +151,8 @@ func (p exPhase) load() bool {
 func (p exPhase) seen() bool {
 	switch p {
 	case phFireLook, phFireCoalesceCheck, phFireLookAgain, phFireCAS, phFireAfterCAS, phSuspendCAS,
-		phStormCAS, phSStormCAS, phStartCAS, phFinishCAS, phAbortCAS:
+		phStormCAS, phSStormCAS, phStartCAS, phFinishCAS, phAbortCAS,
+		phWithinLook, phWithinCheck, phWithinLookAgain, phWithinCAS, phCloseCAS, phShutdownCAS:
 		return true
 	}
 	return false
@@ -142,14 +161,17 @@ func (p exPhase) seen() bool {
 // exActor is one goroutine. Fields that mean nothing in its phase are zero,
 // so that equivalent worlds compare equal.
 type exActor struct {
-	ph   exPhase
-	ok   bool   // phEnd, phFinish*: what f returned
-	sup  bool   // owner: a Fire, FireAfter or Suspend published since its iteration began
-	susp bool   // owner: a Suspend published since its iteration began
-	can  bool   // owner: its iteration's context is cancelled
-	now  bool   // timer: armed with no delay (shotNow), so a Fire may coalesce into it; owner: f asked for no delay
-	sv   uint64 // timer: the serial of its version; owner: the iteration's; phSuspendState: the iteration cur held
-	seen uint32 // the state the actor's last Load returned, while it uses it
+	ph    exPhase
+	ok    bool   // phEnd, phFinish*: what f returned
+	sup   bool   // owner: a Fire, FireAfter or Suspend published since its iteration began
+	susp  bool   // owner: a Suspend published since its iteration began
+	can   bool   // owner: its iteration's context is cancelled
+	now   bool   // timer, placer: armed with no delay (shotNow), so a Fire may coalesce into it; owner: f asked for no delay
+	wsup  bool   // owner: only FireWithin calls published since its iteration began (its answer competes)
+	again bool   // phWithin*: a reassert, not a FireWithin; phShutdown*: the hurry of place(), not Shutdown
+	due   uint8  // timer, placer: when the arming is due; phWithin*: the time asked for (see dueNow)
+	sv    uint64 // timer: the serial of its version; owner: the iteration's; phSuspendState: the iteration cur held
+	seen  uint32 // the state the actor's last Load returned, while it uses it
 }
 
 // choices is the number of ways the actor's next step can go: f may return
@@ -182,8 +204,41 @@ func (x *explorer) choices(w *exWorld, i int) int {
 			return 0
 		}
 		return len(stormKs)
+	case phWithinLook:
+		if found, placed := x.pending(w, version(a.seen), false, &a.due); found && !placed {
+			return 2 // kept, if the arming placed its shot in the slot meanwhile
+		}
+	case phWithinCAS:
+		if running(a.seen) {
+			return 2 // advanceWithin, or reserve when the due time has passed
+		}
+	case phShutdownCAS:
+		if found, placed := x.pending(w, version(a.seen), true, nil); found && !placed {
+			return 2 // hurried, if the arming placed its shot in the slot meanwhile
+		}
 	}
 	return 1
+}
+
+// pending reports whether a timer of version v is unclaimed (and, if
+// delayed, armed with a delay; if due is not nil, due no later than *due):
+// what keep and flush look for in the pending slot. placed reports whether
+// its place() step is done: until then the shot is out of the slot.
+func (x *explorer) pending(w *exWorld, v uint32, delayed bool, due *uint8) (found, placed bool) {
+	for i := range w.actors[:w.n] {
+		a := &w.actors[i]
+		if a.ph != phClaim || uint32(a.sv)&versionMask != v || delayed && a.now || due != nil && a.due > *due {
+			continue
+		}
+		placed = true
+		for j := range w.actors[:w.n] {
+			if b := &w.actors[j]; b.ph == phPlace && b.sv == a.sv {
+				placed = false
+			}
+		}
+		return true, placed
+	}
+	return false, false
 }
 
 // f's outcomes, the choices of phInF.
@@ -229,15 +284,45 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 	switch a.ph {
 	case phFireLoad:
 		a.seen = w.s
+		if closed(a.seen) {
+			x.done(a) // closed: Fire does nothing
+			return true
+		}
 		if running(a.seen) {
 			a.ph = phFireCAS // reserve
 		} else {
 			a.ph = phFireLook
 		}
 		return true
-	case phFireAfterLoad, phSuspendLoad, phStormLoad, phSStormLoad, phStartLoad, phFinishLoad, phAbortLoad:
+	case phFireAfterLoad, phStormLoad, phSStormLoad:
+		a.seen = w.s
+		if closed(a.seen) && x.flow != "FireAfter ignores the closed bit" {
+			x.done(a) // closed: FireAfter does nothing
+			return true
+		}
+		a.ph++ // the CAS phase
+		return true
+	case phSuspendLoad, phStartLoad, phFinishLoad, phAbortLoad, phCloseLoad:
 		a.seen = w.s
 		a.ph++ // the CAS phase
+		return true
+	case phWithinLoad:
+		a.seen = w.s
+		switch {
+		case closed(a.seen), a.again && !within(a.seen) && x.flow != "reassert ignores the within bit",
+			running(a.seen) && reserved(a.seen):
+			x.done(a)
+		default:
+			a.ph = phWithinLook
+		}
+		return true
+	case phShutdownLoad:
+		a.seen = w.s
+		if a.again && version(a.seen) != uint32(a.sv)&versionMask {
+			x.done(a) // hurry: the arming was superseded meanwhile
+			return true
+		}
+		a.ph = phShutdownCAS
 		return true
 	}
 	switch a.ph {
@@ -329,6 +414,84 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 			*a = exActor{ph: phSuspendCur} // the Suspend goes on to cancelRun
 		}
 
+	case phWithinLook:
+		if found, _ := x.pending(w, version(a.seen), false, &a.due); found && c == 0 {
+			a.ph = phWithinCheck
+		} else {
+			a.ph = phWithinCAS
+		}
+
+	case phWithinCheck:
+		if w.s != a.seen {
+			a.ph, a.seen = phWithinLoad, 0 // retry
+			return true
+		}
+		// Nothing happened to the state since the load: this FireWithin
+		// rides on the pending arming, if its callback has still not
+		// claimed it.
+		x.publishedBy(w, armFire, w.ser, keepRuns)
+		a.ph = phWithinLookAgain
+		if x.flow == "keep does not look again after its check" {
+			x.done(a)
+		}
+
+	case phWithinLookAgain:
+		// Still unclaimed: its callback has not begun, and will find the
+		// version unchanged unless a later call supersedes both. Kept.
+		if found, _ := x.pending(w, version(a.seen), false, &a.due); found {
+			x.done(a)
+		} else {
+			a.ph = phWithinCAS // from the same load
+		}
+
+	case phWithinCAS:
+		if c == 1 { // the due time has passed while f runs: reserve
+			if x.cas(w, a, x.t.reserve(a.seen), phWithinLoad) {
+				x.done(a)
+				x.published(w, armFire, w.ser)
+			}
+			return true
+		}
+		if !x.cas(w, a, x.t.advanceWithin(a.seen), phWithinLoad) {
+			return true
+		}
+		a0due, a0again := a.due, a.again
+		x.done(a)
+		x.publishedBy(w, armFire, w.ser, withinRuns)
+		x.armDue(w, false, a0due, a0again && x.flow != "a reassert's arming reasserts again")
+
+	case phCloseCAS:
+		s := a.seen
+		if x.publish(w, a, x.t.closeNow(s), phCloseLoad, armSuspend) {
+			w.closedSer = w.ser
+			if running(s) {
+				a.ph = phSuspendCur
+			}
+		}
+
+	case phShutdownCAS:
+		found, _ := x.pending(w, version(a.seen), true, nil)
+		s, hurry := a.seen, found && c == 0
+		if !x.cas(w, a, x.t.shutdown(s, hurry), phShutdownLoad) {
+			return true
+		}
+		x.done(a)
+		w.closedSer = w.ser
+		if hurry && !running(s) {
+			x.arm(w, true)
+		}
+
+	case phPlace:
+		v := uint32(a.sv) & versionMask
+		switch {
+		case version(w.s) != v && within(w.s) && !a.again:
+			*a = exActor{ph: phWithinLoad, again: true, due: a.due}
+		case version(w.s) == v && closed(w.s) && !a.now:
+			*a = exActor{ph: phShutdownLoad, again: true, sv: a.sv}
+		default:
+			x.done(a)
+		}
+
 	case phClaim:
 		a.ph, a.now = phStartLoad, false
 
@@ -387,7 +550,8 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		a.ph++
 
 	case phFinishCAS:
-		n, e := x.t.finish(a.seen, uint32(a.sv)&versionMask, a.ok)
+		s := a.seen
+		n, e := x.t.finish(s, uint32(a.sv)&versionMask, a.ok)
 		if !x.cas(w, a, n, phFinishLoad) {
 			return true
 		}
@@ -400,24 +564,37 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 				x.failf("the run of v=%#x was rescheduled although f returned false", a.sv)
 			case a.sup:
 				x.failf("the run of v=%#x was superseded, yet its result armed a timer", a.sv)
+			case a.wsup:
+				x.failf("a FireWithin came during the run of v=%#x, yet its answer armed a timer without competing", a.sv)
+			case closed(s):
+				x.failf("the run of v=%#x armed a timer on a closed Trigger", a.sv)
 			}
 			now := a.now
 			x.done(a)
-			x.arm(w, now)
+			x.armDue(w, now, answerDue(now), false)
+		case exitCompete:
+			if !a.ok || a.sup || !a.wsup || closed(s) {
+				x.failf("the answer of the run of v=%#x competes with a FireWithin's arming, but only FireWithin calls may have come since it began and f must have asked for more (ok %v, superseded %v, by FireWithin %v)", a.sv, a.ok, a.sup, a.wsup)
+			}
+			*a = exActor{ph: phWithinLoad, again: true, due: answerDue(a.now)} // reassert
 		default:
-			if a.ok && !a.sup {
+			if a.ok && !a.sup && !closed(s) {
 				x.failf("the run of v=%#x asked to run again and nothing superseded it, yet its answer was ignored", a.sv)
 			}
 			x.done(a)
 		}
 
 	case phAbortCAS:
-		n, e := x.t.abort(a.seen)
+		s := a.seen
+		n, e := x.t.abort(s)
 		if !x.cas(w, a, n, phAbortLoad) {
 			return true
 		}
 		x.done(a)
 		if e == exitArm {
+			if closed(s) {
+				w.closedSer = w.ser // the reservation Shutdown let stand: its run is the flush
+			}
 			x.arm(w, true)
 		}
 	}
@@ -463,23 +640,65 @@ func (x *explorer) advanceBy(s uint32, k uint64) uint32 {
 
 // arm is Trigger.arm: a new timer for the current version, with no delay or
 // with one, which becomes a new actor.
-func (x *explorer) arm(w *exWorld, now bool) {
-	if int(w.n) == len(w.actors) {
+func (x *explorer) arm(w *exWorld, now bool) { x.armDue(w, now, answerDue(now), false) }
+
+// Due times, for FireWithin: small numbers standing for the times the
+// armings are due at. An arming with no delay is due at once; FireAfter(d)
+// and an answer (d, true) are due at 2; FireWithin asks for 1 or 3.
+const (
+	dueNow   = 0
+	dueLater = 2
+)
+
+func answerDue(now bool) uint8 {
+	if now {
+		return dueNow
+	}
+	return dueLater
+}
+
+// armDue is arm for an arming due at due, made by a reassert if again. In
+// the shape exploration the arming's place() is an actor of its own, which
+// may reassert (unless again) or hurry.
+func (x *explorer) armDue(w *exWorld, now bool, due uint8, again bool) {
+	n := 1
+	if x.shape {
+		n = 2
+	}
+	if int(w.n)+n > len(w.actors) {
 		panic("explorer: too many actors; raise exMaxActors")
 	}
-	w.actors[w.n] = exActor{ph: phClaim, sv: w.ser, now: now}
+	w.actors[w.n] = exActor{ph: phClaim, sv: w.ser, now: now, due: due}
 	w.n++
+	if x.shape {
+		w.actors[w.n] = exActor{ph: phPlace, sv: w.ser, now: now, due: due, again: again}
+		w.n++
+	}
 }
 
 // published records that a Fire, FireAfter or Suspend published the version
 // of serial v (or, for a coalesced Fire, rode on it): it is now the latest,
 // and every run in flight is superseded.
-func (x *explorer) published(w *exWorld, k armKind, v uint64) {
+func (x *explorer) published(w *exWorld, k armKind, v uint64) { x.publishedBy(w, k, v, supersedeRuns) }
+
+// What a published call does to the runs in flight.
+const (
+	supersedeRuns = iota // Fire, FireAfter, Suspend: superseded
+	withinRuns           // FireWithin's arming: their answer competes, unless superseded already
+	keepRuns             // FireWithin kept the pending arming: nothing
+)
+
+func (x *explorer) publishedBy(w *exWorld, k armKind, v uint64, runs int) {
 	w.last, w.lastV, w.served = k, v, false
 	for i := range w.actors[:w.n] {
 		if a := &w.actors[i]; a.ph.owner() {
-			a.sup = true
-			a.susp = a.susp || k == armSuspend
+			switch runs {
+			case supersedeRuns:
+				a.sup = true
+				a.susp = a.susp || k == armSuspend
+			case withinRuns:
+				a.wsup = !a.sup
+			}
 		}
 	}
 }
@@ -504,6 +723,8 @@ func (x *explorer) begin(w *exWorld, a *exActor) {
 		x.failf("f starts for v=%#x after a run for v=%#x: a version ran twice or out of order", a.sv, w.lastRun)
 	case w.last == armSuspend && a.sv >= w.lastV:
 		x.failf("f starts for v=%#x after Suspend published v=%#x", a.sv, w.lastV)
+	case w.closedSer != 0 && a.sv > w.closedSer:
+		x.failf("f starts for v=%#x, armed after the Trigger closed at v=%#x", a.sv, w.closedSer)
 	}
 	if w.last == armFire && a.sv >= w.lastV {
 		w.served = true

@@ -18,6 +18,7 @@ type exSituation struct {
 	timers []int  // pending timers, as version offsets from v0 (0 current, -1 stale)
 	now    bool   // the timer of v0 was armed with no delay
 	run    int    // 0: no run in flight; 1: f runs for v0; -1: f runs for v0-1
+	wsup   bool   // the run for v0-1 was superseded by a FireWithin only
 	last   armKind
 	served bool
 }
@@ -45,27 +46,37 @@ var exSituations = []exSituation{
 	{name: "running, suspended", s: runningBit | supersededBit | canceledBit, run: -1, last: armSuspend},
 }
 
-// exOps are the operations a configuration adds to a situation.
-var exOps = []struct {
+// exOp is an operation a configuration adds to a situation.
+type exOp struct {
 	name string
 	ph   exPhase
-}{
-	{"Fire", phFireLoad},
-	{"FireAfter(d)", phFireAfterLoad},
-	{"Suspend", phSuspendLoad},
-	{"storm", phStormLoad},
-	{"storm ending in Suspend", phSStormLoad},
+	due  uint8 // FireWithin's time (see dueNow)
 }
 
-// exStorm reports whether op k is a storm: a configuration has one at most.
-func exStorm(k int) bool { return exOps[k].ph == phStormLoad || exOps[k].ph == phSStormLoad }
+// exOps are the operations a configuration adds to a situation.
+var exOps = []exOp{
+	{"Fire", phFireLoad, 0},
+	{"FireAfter(d)", phFireAfterLoad, 0},
+	{"Suspend", phSuspendLoad, 0},
+	{"storm", phStormLoad, 0},
+	{"storm ending in Suspend", phSStormLoad, 0},
+}
+
+// exStorm reports whether op is a storm: a configuration has one at most.
+func exStorm(op exOp) bool { return op.ph == phStormLoad || op.ph == phSStormLoad }
 
 // exConfigs returns every situation combined with every multiset of up to
 // three operations, as long as they start no more than maxActors actors
 // together, with the version starting at v0 and f allowed to return true
 // okBudget times and to panic panicBudget times in each interleaving.
 func exConfigs(v0 uint32, maxActors int, okBudget, panicBudget uint8) []exConfig {
-	const maxOps = 3
+	return exConfigsOf(exSituations, exOps, 3, false, v0, maxActors, okBudget, panicBudget)
+}
+
+// exConfigsOf is exConfigs for the given situations and operations, with
+// up to maxOps operations; shape marks configurations that call
+// FireWithin, Close or Shutdown.
+func exConfigsOf(sits []exSituation, exOps []exOp, maxOps int, shape bool, v0 uint32, maxActors int, okBudget, panicBudget uint8) []exConfig {
 	// Serials start 1<<32 above v0: the same version, and room below.
 	at := func(d int) uint64 { return exSerial(v0) + uint64(int64(d)) }
 	var multisets [][]int
@@ -77,12 +88,12 @@ func exConfigs(v0 uint32, maxActors int, okBudget, panicBudget uint8) []exConfig
 		}
 		storms := 0
 		for _, k := range cur {
-			if exStorm(k) {
+			if exStorm(exOps[k]) {
 				storms++
 			}
 		}
 		for k := from; k < len(exOps); k++ {
-			if exStorm(k) && storms > 0 {
+			if exStorm(exOps[k]) && storms > 0 {
 				continue
 			}
 			gen(k, append(cur, k))
@@ -91,13 +102,13 @@ func exConfigs(v0 uint32, maxActors int, okBudget, panicBudget uint8) []exConfig
 	gen(0, nil)
 
 	var cfgs []exConfig
-	for _, sit := range exSituations {
+	for _, sit := range sits {
 		for _, ops := range multisets {
 			n := len(sit.timers) + len(ops)
 			if sit.run != 0 {
 				n++
 			}
-			if n == 0 || n > maxActors || n == maxActors && slices.ContainsFunc(ops, exStorm) {
+			if n == 0 || n > maxActors || n == maxActors && slices.ContainsFunc(ops, func(k int) bool { return exStorm(exOps[k]) }) {
 				continue // a storm comes with one actor fewer: it stands for a great many
 			}
 			w := exWorld{
@@ -116,18 +127,20 @@ func exConfigs(v0 uint32, maxActors int, okBudget, panicBudget uint8) []exConfig
 			if sit.run != 0 {
 				v := at(min(sit.run, 0))
 				susp := sit.run < 0 && sit.last == armSuspend
-				add(exActor{ph: phInF, sv: v, sup: sit.run < 0, susp: susp, can: susp}, fmt.Sprintf("loop, in f for v=%#x", v))
+				sup := sit.run < 0 && !sit.wsup
+				add(exActor{ph: phInF, sv: v, sup: sup, wsup: sit.wsup, susp: susp, can: susp}, fmt.Sprintf("loop, in f for v=%#x", v))
 				w.ran, w.lastRun, w.cur = true, v, v
 			}
 			for _, d := range sit.timers {
-				add(exActor{ph: phClaim, sv: at(d), now: d == 0 && sit.now}, fmt.Sprintf("timer v=%#x", at(d)))
+				now := d == 0 && sit.now
+				add(exActor{ph: phClaim, sv: at(d), now: now, due: answerDue(now)}, fmt.Sprintf("timer v=%#x", at(d)))
 			}
 			name := sit.name
 			for _, k := range ops {
-				add(exActor{ph: exOps[k].ph}, exOps[k].name)
+				add(exActor{ph: exOps[k].ph, due: exOps[k].due}, exOps[k].name)
 				name += " + " + exOps[k].name
 			}
-			cfgs = append(cfgs, exConfig{name: name, w: w, names: names})
+			cfgs = append(cfgs, exConfig{name: name, w: w, names: names, shape: shape})
 		}
 	}
 	// Small configurations first: a mistake shows in the smallest one.

@@ -17,7 +17,7 @@ var exMutants = []struct {
 }{
 	{
 		name: "advance keeps the reservation",
-		want: "reserved, yet not superseded",
+		want: "a version ran twice",
 		t: with(func(t *transitions) {
 			t.advance = func(s uint32) uint32 { return advance(s) | s&reservedBit }
 		}),
@@ -31,7 +31,7 @@ var exMutants = []struct {
 	},
 	{
 		name: "advance does not mark the run superseded",
-		want: "reserved, yet not superseded",
+		want: "was superseded, yet its result armed a timer",
 		t: with(func(t *transitions) {
 			t.advance = func(s uint32) uint32 { return advance(s) &^ supersededBit }
 			t.suspend = func(s uint32) uint32 { return suspend(s) &^ supersededBit }

@@ -82,6 +82,7 @@ type exWorld struct {
 	cur       uint64 // Trigger.cur: the serial of the iteration whose context it holds, 0 for nil
 	lastV     uint64 // serial published by the latest Fire, FireAfter or Suspend
 	lastRun   uint64 // serial of the latest start of f
+	closedSer uint64 // serial of the state when Close or Shutdown last published, 0 before
 	actors    [exMaxActors]exActor
 }
 
@@ -96,6 +97,10 @@ type explorer struct {
 	// plain turns the symmetry reduction off: actors keep their places.
 	// It exists to test that the reduction changes no count.
 	plain bool
+
+	// shape says that the configuration calls FireWithin, Close or
+	// Shutdown: armings then take a place step of their own (see arm).
+	shape bool
 }
 
 // exStep is one step of a path: actor i with choice c.
@@ -150,9 +155,13 @@ func (x *explorer) check(w *exWorld) {
 		x.failf("a run flag is set without the running bit: %s", exFmtState(w.s))
 	case (canceled(w.s) || reserved(w.s)) && !superseded(w.s):
 		x.failf("the run is cancelled or reserved, yet not superseded: %s", exFmtState(w.s))
-	case w.s&(withinBit|closedBit) != 0:
+	case w.s&(withinBit|closedBit) != 0 && !x.shape:
 		// No actor calls FireWithin, Close or Shutdown.
 		x.failf("the within or closed bit is set, yet nothing set it: %s", exFmtState(w.s))
+	case within(w.s) && reserved(w.s):
+		x.failf("the within bit is set with a reservation: %s", exFmtState(w.s))
+	case w.closedSer != 0 && !closed(w.s):
+		x.failf("the closed bit was cleared: %s", exFmtState(w.s))
 	}
 }
 
@@ -259,6 +268,7 @@ type exKey struct {
 	s                  uint32
 	meta               uint32
 	ser, cur, lastV, r uint32 // serials, as offsets from the base
+	cl                 uint32 // closedSer, as an offset, or 0
 	a                  [exMaxActors]exPacked
 }
 
@@ -313,17 +323,21 @@ func (x *explorer) canon(w *exWorld, names []string) exKey {
 		k.meta |= 1 << 15
 		k.r = x.off(w.lastRun)
 	}
+	if w.closedSer != 0 {
+		k.cl = x.off(w.closedSer)
+	}
 	return k
 }
 
 // pack packs what matters of an actor in its phase.
 func (x *explorer) pack(a *exActor) exPacked {
 	p := exPacked{p: uint32(a.ph)}
-	for i, f := range [...]bool{a.ok, a.sup, a.susp, a.can, a.now} {
+	for i, f := range [...]bool{a.ok, a.sup, a.susp, a.can, a.now, a.wsup, a.again} {
 		if f {
 			p.p |= 1 << (8 + i)
 		}
 	}
+	p.p |= uint32(a.due) << 16
 	if a.sv != 0 {
 		p.v = x.off(a.sv)
 	}
@@ -348,6 +362,7 @@ type exConfig struct {
 	name  string
 	w     exWorld
 	names []string
+	shape bool // it calls FireWithin, Close or Shutdown
 }
 
 // exStats sums up an exploration.
@@ -367,7 +382,7 @@ func explore(t transitions, base uint64, cfgs []exConfig) (exStats, string) {
 func exploreWith(t transitions, flow string, base uint64, cfgs []exConfig, plain bool) (exStats, string) {
 	var st exStats
 	for _, cfg := range cfgs {
-		x := &explorer{t: t, flow: flow, base: base, plain: plain}
+		x := &explorer{t: t, flow: flow, base: base, plain: plain, shape: cfg.shape}
 		x.memo = make(map[exKey]exCount)
 		w := cfg.w
 		x.check(&w)

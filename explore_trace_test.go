@@ -87,8 +87,12 @@ func (x *explorer) trace(cfg exConfig) string {
 		before := w
 		x.step(&w, p.i, p.c)
 		what := x.describe(&before, &w, p.i, p.c)
-		if w.n > before.n {
-			names[w.n-1] = fmt.Sprintf("A%d timer v=%#x", next, w.actors[w.n-1].sv)
+		for j := before.n; j < w.n; j++ {
+			kind := "timer"
+			if w.actors[j].ph == phPlace {
+				kind = "place"
+			}
+			names[j] = fmt.Sprintf("A%d %s v=%#x", next, kind, w.actors[j].sv)
 			what += fmt.Sprintf("; arms A%d", next)
 			next++
 		}
@@ -191,7 +195,54 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 		if a.ph == phAbortCAS {
 			what = "CAS abort"
 		}
-		return what + ": " + [...]string{"exitIdle", "exitAgain", "exitArm"}[e]
+		return what + ": " + [...]string{"exitIdle", "exitAgain", "exitArm", "exitCompete (reassert)"}[e]
+	case phWithinLook:
+		if b.ph == phWithinCheck {
+			return "keep: the pending shot is due no later"
+		}
+		return "keep: no such shot in the slot"
+	case phWithinCheck:
+		if failed {
+			return "keep: the state changed: retry"
+		}
+		return "keep: the state is still s"
+	case phWithinLookAgain:
+		if b.ph == phDone {
+			return "keep: still unclaimed: kept, returns"
+		}
+		return "keep: claimed meanwhile: not kept"
+	case phWithinCAS:
+		switch {
+		case failed:
+			return "CAS fails (state changed): retry"
+		case c == 1:
+			return "CAS reserve (due passed)"
+		}
+		return "CAS advanceWithin"
+	case phCloseCAS:
+		if failed {
+			return "CAS fails (state changed): retry"
+		}
+		return "CAS closeNow"
+	case phShutdownCAS:
+		switch {
+		case failed:
+			return "CAS fails (state changed): retry"
+		case c == 0 && func() bool { f, _ := x.pending(before, version(a.seen), true, nil); return f }():
+			return "CAS shutdown, hurrying the pending shot"
+		}
+		return "CAS shutdown"
+	case phPlace:
+		switch b.ph {
+		case phWithinLoad:
+			return "place: stale, within set: reasserts"
+		case phShutdownLoad:
+			return "place: current on a closed Trigger: hurries"
+		}
+		return "place: nothing to do"
+	}
+	if a.ph == phWithinLoad || a.ph == phShutdownLoad || a.ph == phFireLoad || a.ph == phFireAfterLoad {
+		return "load: returns"
 	}
 	return "?"
 }

@@ -37,11 +37,12 @@ const (
 	shotDead                       // superseded: a late callback must not start the Func even if the version matches again after wrapping
 	shotNow                        // armed with no delay: a Fire may coalesce into it (see coalesce)
 	shotGo                         // started as a goroutine, not on its timer: Stop cannot cancel it (see arm)
+	shotAgain                      // armed by a reassert: if superseded before it is placed, it does not reassert again (see place)
 )
 
 // newShot returns a shot for version v, due at due, holding both
 // references.
-func (t *Trigger) newShot(v uint32, d time.Duration, due int64) *shot {
+func (t *Trigger) newShot(v uint32, d time.Duration, due int64, again uint32) *shot {
 	var sh *shot
 	if t.recycle {
 		sh = t.spare.Swap(nil)
@@ -54,9 +55,11 @@ func (t *Trigger) newShot(v uint32, d time.Duration, due int64) *shot {
 	sh.due.Store(due)
 	switch {
 	case d == 0 && t.recycle:
-		sh.flags.Store(shotNow | shotGo) // arm starts it as a goroutine
+		sh.flags.Store(shotNow | shotGo | again) // arm starts it as a goroutine
 	case d == 0:
-		sh.flags.Store(shotNow)
+		sh.flags.Store(shotNow | again)
+	case again != 0:
+		sh.flags.Store(again)
 	}
 	sh.refs.Store(2)
 	return sh
@@ -125,7 +128,10 @@ func (t *Trigger) release(sh *shot, n int32) {
 }
 
 // arm starts a timer for version v and makes it the pending one.
-func (t *Trigger) arm(v uint32, d time.Duration) {
+func (t *Trigger) arm(v uint32, d time.Duration) { t.armFlags(v, d, 0) }
+
+// armFlags is arm for a shot with the extra flag again (shotAgain or 0).
+func (t *Trigger) armFlags(v uint32, d time.Duration, again uint32) {
 	if d < 0 {
 		d = 0
 	}
@@ -133,10 +139,10 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 	if t.timed.Load() {
 		due = dueAt(d)
 	}
-	if d > 0 && t.recycle && t.rearmPending(v, d, due) {
+	if d > 0 && t.recycle && t.rearmPending(v, d, due, again) {
 		return
 	}
-	sh := t.newShot(v, d, due)
+	sh := t.newShot(v, d, due, again)
 	t.live.Add(1)
 	if d == 0 && t.recycle {
 		// No delay on the runtime's timers: a goroutine of its own is what
@@ -162,7 +168,7 @@ func (t *Trigger) arm(v uint32, d time.Duration) {
 // arming had. That spares arm a shot from the spare slot, two updates of
 // live and the recycling of the stale shot. It reports whether it armed v,
 // or found that a later call superseded v, so that arm has nothing to do.
-func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64) bool {
+func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64, again uint32) bool {
 	old := t.pending.Swap(nil)
 	if old == nil {
 		return false
@@ -178,7 +184,7 @@ func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64) bool {
 	}
 	old.version.Store(v)
 	old.due.Store(due)
-	old.flags.Store(0)
+	old.flags.Store(again)
 	old.timer.(*time.Timer).Reset(d)
 	t.place(old)
 	return true
@@ -236,17 +242,20 @@ func (t *Trigger) settle(sh *shot) {
 //
 // That call could not compare due times with sh either. If it was a
 // FireWithin, sh asks again, as a FireWithin for its own due time
-// (reassert), so that the sooner of the two is kept. If it was a Shutdown,
+// (reassert), so that the sooner of the two is kept; but an arming made by
+// a reassert does not ask again, so that two goroutines cannot supersede
+// each other's armings for ever. If it was a Shutdown,
 // which found no arming to hurry, sh is current on a closed Trigger: it is
 // hurried now.
 func (t *Trigger) place(sh *shot) {
-	v, due, now := sh.version.Load(), sh.due.Load(), sh.flags.Load()&shotNow != 0 // read while we own sh
+	f := sh.flags.Load()
+	v, due, now := sh.version.Load(), sh.due.Load(), f&shotNow != 0 // read while we own sh
 	t.settle(sh)
 	s := t.state.Load()
 	switch {
 	case version(s) != v:
 		t.disarm()
-		if within(s) && due != 0 {
+		if within(s) && due != 0 && f&shotAgain == 0 {
 			t.reassert(due)
 		}
 	case closed(s) && !now:

@@ -146,7 +146,10 @@ func enter(s, v uint32) (uint32, entry) {
 	case version(s) != v:
 		return s, entryStale
 	case running(s):
-		return s&^withinBit | reservedBit, entryDeferred
+		// Only an arming made after the run began can be current, so the
+		// run is superseded already, unless FireWithin made it: then the
+		// reservation, sooner than any answer, supersedes the run.
+		return s&^withinBit | reservedBit | supersededBit, entryDeferred
 	default:
 		return s&^withinBit | runningBit, entryRun
 	}

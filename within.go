@@ -24,9 +24,11 @@ import (
 // does every arming of it, to record its due time. A pending arming made
 // before the Trigger's first FireWithin has no due time recorded and is
 // replaced. When calls race, an arming superseded by a FireWithin before
-// the two could be compared asks again for its own time, as a FireWithin
-// would, so the sooner is kept; such a request can win over a FireAfter
-// made during the race, which then runs sooner than it asked.
+// the two could be compared asks again for its own time, once, as a
+// FireWithin would, so the sooner is kept; such a request can win over a
+// FireAfter made during the race, which then runs sooner than it asked. If
+// that second arming is itself superseded before it could be compared, it
+// does not ask again, and the later time may win.
 func (t *Trigger) FireWithin(d time.Duration) {
 	if d < 0 {
 		d = 0
@@ -76,7 +78,11 @@ func (t *Trigger) fireWithin(due int64, again bool) {
 		}
 		n := advanceWithin(s)
 		if t.state.CompareAndSwap(s, n) {
-			t.arm(version(n), d)
+			var f uint32
+			if again {
+				f = shotAgain
+			}
+			t.armFlags(version(n), d, f)
 			return
 		}
 	}
