@@ -14,6 +14,8 @@ type options struct {
 	onPanic     func(recovered any)
 	minInterval time.Duration
 	ctx         context.Context
+	observe     func(TriggerEvent)
+	stats       bool
 }
 
 type optionFunc func(*options)

@@ -9,20 +9,27 @@ import (
 // of a timer callback that owns the running bit, from the first iteration to
 // the last, and how Suspend reaches the context of the iteration in flight.
 
-// start is a timer callback for version v: it either runs the Func, leaves
-// a reservation for the run in flight, or finds itself stale.
-func (t *Trigger) start(v uint32) {
+// start is a timer callback for version v, due at due (Unix nanoseconds,
+// or 0 if not recorded): it either runs the Func, leaves a reservation for
+// the run in flight, or finds itself stale. It reports false if it was
+// stale.
+func (t *Trigger) start(v uint32, due int64) bool {
 	for {
 		s := t.state.Load()
 		n, e := enter(s, v)
 		if e == entryStale {
-			return
+			return false
+		}
+		if e == entryDeferred && !reserved(s) {
+			if o := t.obs(); o != nil {
+				o.noteReserve(due)
+			}
 		}
 		if t.state.CompareAndSwap(s, n) {
 			if e == entryRun {
-				t.loop()
+				t.loop(due)
 			}
-			return
+			return true
 		}
 	}
 }
@@ -31,7 +38,7 @@ func (t *Trigger) start(v uint32) {
 // meanwhile, and arms the next timer if the last run asked for one and was
 // not superseded. The caller holds the running bit; loop gives it up on
 // every way out, including a panic or runtime.Goexit in the Func.
-func (t *Trigger) loop() {
+func (t *Trigger) loop(due int64) {
 	normal := false
 	defer func() {
 		if !normal {
@@ -39,9 +46,12 @@ func (t *Trigger) loop() {
 		}
 	}()
 	for {
-		next, ok := t.iterate()
+		next, ok := t.iterate(due)
 		s, x := t.finish(ok)
 		if x == exitAgain {
+			if o := t.obs(); o != nil {
+				due = o.reservedAt.Load()
+			}
 			continue
 		}
 		// The running bit is given up: from here on, abort would take it
@@ -65,7 +75,7 @@ func (t *Trigger) loop() {
 // run started too recently: that counts as a run that returned (wait, true)
 // without calling the Func, so that every call made meanwhile is handled as
 // during a run.
-func (t *Trigger) iterate() (next time.Duration, ok bool) {
+func (t *Trigger) iterate(due int64) (next time.Duration, ok bool) {
 	if e := t.ext; e != nil && e.minInterval > 0 {
 		now := time.Now()
 		if wait := e.lastStart.Add(e.minInterval).Sub(now); !e.lastStart.IsZero() && wait > 0 && !closed(t.state.Load()) {
@@ -83,6 +93,9 @@ func (t *Trigger) iterate() (next time.Duration, ok bool) {
 		ctx = c
 	}
 	t.begin(c)
+	if o := t.obs(); o != nil {
+		return t.observed(o, ctx, c, due)
+	}
 	defer t.end(c)
 	if t.onPanic != nil {
 		defer func() {
@@ -93,6 +106,41 @@ func (t *Trigger) iterate() (next time.Duration, ok bool) {
 		}()
 	}
 	return t.f(ctx)
+}
+
+// observed is the rest of iterate for a Trigger with WithStats or
+// WithObserver: it counts the run, and reports its start and its end.
+func (t *Trigger) observed(o *observer, ctx context.Context, c *cancelContext, due int64) (next time.Duration, ok bool) {
+	defer t.end(c)
+	ev := TriggerEvent{Run: o.runs.Add(1), Due: unixNano(due)}
+	if o.f != nil {
+		ev.Kind, ev.Start = RunStarted, time.Now()
+		o.f(ev)
+	}
+	returned := false
+	defer func() {
+		var r any
+		if !returned {
+			o.panics.Add(1)
+			next, ok = 0, false
+			if t.onPanic != nil {
+				r = recover() // nil for runtime.Goexit, which goes on
+			}
+		}
+		if o.f != nil {
+			ev.Kind, ev.Duration = RunEnded, time.Since(ev.Start)
+			ev.Next, ev.Again = next, ok
+			ev.Superseded = superseded(t.state.Load()) || closed(t.state.Load())
+			ev.Panicked, ev.Panic = !returned, r
+			o.f(ev)
+		}
+		if r != nil {
+			t.onPanic(r)
+		}
+	}()
+	next, ok = t.f(ctx)
+	returned = true
+	return next, ok
 }
 
 // finish publishes the end of an iteration (see finish in state.go).

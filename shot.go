@@ -74,15 +74,22 @@ func (sh *shot) claim() bool {
 
 // run is the shot's timer callback.
 func (sh *shot) run() {
-	if !sh.claim() {
+	f := sh.flags.Or(shotClaimed) // claim, keeping what was there
+	if f&shotClaimed != 0 {
 		return
 	}
 	t := sh.t
 	defer t.retire(sh, 1)
-	if sh.flags.Load()&shotDead != 0 {
-		return
+	if f&shotDead != 0 {
+		return // cancel counted it superseded: it found the shot unclaimed
 	}
-	t.start(sh.version.Load())
+	if sh.flags.Load()&shotDead != 0 || !t.start(sh.version.Load(), sh.due.Load()) {
+		// Superseded after the claim: cancel found it claimed and left
+		// it to this callback to count.
+		if o := t.obs(); o != nil {
+			o.supersede(sh)
+		}
+	}
 }
 
 // kill cancels a superseded shot. The caller owns it.
@@ -103,6 +110,13 @@ func (t *Trigger) cancel(sh *shot) bool {
 	// started as a goroutine has no timer to stop: its callback will find
 	// it dead.
 	f := sh.flags.Or(shotDead)
+	if f&(shotClaimed|shotDead) == 0 {
+		// The callback has not started, and will find the shot dead (or
+		// never run): this arming will never start the Func.
+		if o := t.obs(); o != nil {
+			o.supersede(sh)
+		}
+	}
 	return f&(shotClaimed|shotGo) == 0 && sh.timer.Stop() && sh.claim()
 }
 

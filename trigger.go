@@ -83,8 +83,12 @@ func Bind(s Scheduler, f Func, opts ...Option) *Trigger {
 	case RuntimeScheduler, *RuntimeScheduler:
 		t.recycle = true
 	}
-	if o.minInterval > 0 || o.ctx != nil {
+	if o.minInterval > 0 || o.ctx != nil || o.stats {
 		t.ext = &extra{minInterval: o.minInterval, parent: o.ctx}
+	}
+	if o.stats {
+		t.ext.obs = &observer{f: o.observe}
+		t.timed.Store(true)
 	}
 	if o.ctx != nil {
 		if o.ctx.Err() != nil {
@@ -99,6 +103,7 @@ func Bind(s Scheduler, f Func, opts ...Option) *Trigger {
 // extra holds what only some Triggers need, so that the others do not pay
 // for it in memory.
 type extra struct {
+	obs         *observer // WithStats and WithObserver, or nil
 	minInterval time.Duration
 	parent      context.Context // of the runs' contexts, or nil
 	unparent    func() bool     // stops the close at parent's end, or nil
@@ -134,9 +139,16 @@ func (t *Trigger) FireAfter(d time.Duration) {
 			return
 		}
 		if d == 0 && running(s) {
+			o := t.obs()
+			if o != nil && !reserved(s) {
+				o.noteReserve(0)
+			}
 			n := reserve(s)
 			if t.state.CompareAndSwap(s, n) {
 				t.disarm()
+				if o != nil {
+					o.fired(true, true)
+				}
 				return
 			}
 			continue
@@ -144,6 +156,9 @@ func (t *Trigger) FireAfter(d time.Duration) {
 		if d == 0 {
 			switch t.coalesce(s) {
 			case coalesced:
+				if o := t.obs(); o != nil {
+					o.fired(true, false)
+				}
 				return
 			case retry:
 				continue
@@ -151,6 +166,9 @@ func (t *Trigger) FireAfter(d time.Duration) {
 		}
 		n := advance(s)
 		if t.state.CompareAndSwap(s, n) {
+			if o := t.obs(); o != nil {
+				o.fired(false, false)
+			}
 			t.arm(version(n), d)
 			return
 		}
@@ -241,6 +259,9 @@ func (t *Trigger) Shutdown(ctx context.Context) error {
 func (t *Trigger) flush(s uint32) bool {
 	p := t.pending.Load()
 	hurry := p != nil && p.version.Load() == version(s) && p.flags.Load()&(shotClaimed|shotDead|shotNow) == 0
+	if o := t.obs(); o != nil && hurry && running(s) && !reserved(s) {
+		o.noteReserve(p.due.Load())
+	}
 	n := shutdown(s, hurry)
 	if !t.state.CompareAndSwap(s, n) {
 		return false

@@ -17,7 +17,9 @@ import (
 //   - impl=mutex: the hand-rolled pattern the Trigger replaces, one mutex
 //     around cancel-and-reschedule and one around the task (mutexTrigger);
 //   - impl=bare: time.AfterFunc followed by Stop, the floor for any design
-//     that hands its work to the runtime's timers. It guarantees nothing.
+//     that hands its work to the runtime's timers. It guarantees nothing;
+//   - impl=observed: the Trigger with an observer that does nothing, the
+//     cost of WithObserver itself.
 
 // mutexTrigger is the two-mutex pattern: cancel the pending timer and
 // schedule a new one under futureMu; run the task under taskMu so that runs
@@ -101,6 +103,11 @@ func impls(block <-chan struct{}) []struct {
 			tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { task(); return 0, false })
 			return firer{tr.FireAfter, func() { _ = tr.Stop(context.Background()) }}
 		}},
+		{"observed", func() firer {
+			tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { task(); return 0, false },
+				circulation.WithObserver(func(circulation.TriggerEvent) {}))
+			return firer{tr.FireAfter, func() { _ = tr.Stop(context.Background()) }}
+		}},
 		{"mutex", func() firer {
 			m := newMutexTrigger(func() (time.Duration, bool) { task(); return 0, false })
 			return firer{m.FireAfter, m.stop}
@@ -140,7 +147,7 @@ func BenchmarkFire(b *testing.B) {
 // so that every Fire arms a timer and every timer starts a run: the full
 // cycle, with nothing to coalesce.
 func BenchmarkFireAndRun(b *testing.B) {
-	for _, impl := range []string{"trigger", "mutex", "bare"} {
+	for _, impl := range []string{"trigger", "observed", "mutex", "bare"} {
 		b.Run("impl="+impl, func(b *testing.B) {
 			ran := make(chan struct{})
 			task := func() (time.Duration, bool) { ran <- struct{}{}; return 0, false }
@@ -149,6 +156,10 @@ func BenchmarkFireAndRun(b *testing.B) {
 			switch impl {
 			case "trigger":
 				tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { return task() })
+				fire, stop = tr.Fire, func() { _ = tr.Stop(context.Background()) }
+			case "observed":
+				tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { return task() },
+					circulation.WithObserver(func(circulation.TriggerEvent) {}))
 				fire, stop = tr.Fire, func() { _ = tr.Stop(context.Background()) }
 			case "mutex":
 				m := newMutexTrigger(task)

@@ -60,24 +60,31 @@ func (t *Trigger) fireWithin(due int64, again bool) {
 		case closed(s), again && !within(s):
 			return
 		case running(s) && reserved(s):
-			return // a run follows the one in flight at once
+			t.firedWithin(again, true, true) // a run follows the one in flight at once
+			return
 		}
 		switch t.keep(s, due) {
 		case coalesced:
+			t.firedWithin(again, true, false)
 			return
 		case retry:
 			continue
 		}
 		d := time.Duration(due - time.Now().UnixNano())
 		if d <= 0 && running(s) {
+			if o := t.obs(); o != nil {
+				o.noteReserve(due)
+			}
 			if t.state.CompareAndSwap(s, reserve(s)) {
 				t.disarm()
+				t.firedWithin(again, true, true)
 				return
 			}
 			continue
 		}
 		n := advanceWithin(s)
 		if t.state.CompareAndSwap(s, n) {
+			t.firedWithin(again, false, false)
 			var f uint32
 			if again {
 				f = shotAgain
@@ -85,6 +92,14 @@ func (t *Trigger) fireWithin(due int64, again bool) {
 			t.armFlags(version(n), d, f)
 			return
 		}
+	}
+}
+
+// firedWithin counts a FireWithin the Trigger took; a reassert is not a
+// call of the Trigger's user, and is not counted.
+func (t *Trigger) firedWithin(again, joined, running bool) {
+	if o := t.obs(); o != nil && !again {
+		o.fired(joined, running)
 	}
 }
 

@@ -1,0 +1,271 @@
+package circulation
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// An EventKind says what a TriggerEvent reports.
+type EventKind uint8
+
+const (
+	// RunStarted: the Func is about to be called. Due and Start are set.
+	RunStarted EventKind = iota + 1
+
+	// RunEnded: the Func has returned, panicked or called runtime.Goexit.
+	// Due, Start, Duration, Next, Again, Superseded, Panicked and Panic
+	// are set.
+	RunEnded
+
+	// FireCoalesced: a Fire, FireAfter or FireWithin needed no arming of
+	// its own. Running says whether it joined the run in flight (one more
+	// run follows it, at once) or an arming that had not started yet.
+	FireCoalesced
+
+	// ArmingSuperseded: a later call superseded an arming before it could
+	// start the Func, and its timer, if it had one, was stopped. Due is
+	// when it was due.
+	ArmingSuperseded
+)
+
+var eventKindNames = [...]string{"", "run-started", "run-ended", "fire-coalesced", "arming-superseded"}
+
+// String returns the kind's name: "run-started", "run-ended",
+// "fire-coalesced" or "arming-superseded".
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) && k != 0 {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", k)
+}
+
+// A TriggerEvent reports something that happened to a Trigger, to the
+// function given to WithObserver.
+type TriggerEvent struct {
+	Kind EventKind
+
+	// Run numbers the run, from 1, as TriggerStats.Runs counted it when it
+	// began. Zero for the other kinds.
+	Run uint64
+
+	// Due is when the run fell due: the time its arming asked for, or, for
+	// a run that a Fire made during the run before it reserved, when that
+	// Fire was made. Start - Due is the run's lateness, which includes the
+	// wait for the run before it and for WithMinInterval. For
+	// ArmingSuperseded, when the superseded arming was due. Zero if it is
+	// not known.
+	Due time.Time
+
+	// Start is when the run began, and Duration how long the Func took,
+	// until it returned or panicked.
+	Start    time.Time
+	Duration time.Duration
+
+	// Next and Again are the Func's answer: (0, false) if it panicked.
+	Next  time.Duration
+	Again bool
+
+	// Superseded says that a call made while the run was in flight
+	// superseded its answer, or that the Trigger was closed meanwhile: the
+	// answer is ignored. (A FireWithin made during the run lets the answer
+	// compete with its own time: then Superseded is false, and the sooner
+	// of the two is kept.)
+	Superseded bool
+
+	// Panicked says that the Func panicked or called runtime.Goexit. Panic
+	// is the recovered value when the Trigger has a panic handler, which
+	// receives it after the event; without one, the panic goes on after the
+	// event, and Panic is nil.
+	Panicked bool
+	Panic    any
+
+	// Running, for FireCoalesced, says that the fire joined the run in
+	// flight rather than a pending arming.
+	Running bool
+}
+
+// WithObserver makes the Trigger call f with what happens to it, as it
+// happens: each run's start and end, each fire that needed no arming of its
+// own, and each arming superseded before it started the Func. It implies
+// WithStats.
+//
+// A run's events come on the run's goroutine, RunStarted right before the
+// Func and RunEnded right after it, before the next run can start: they
+// never overlap each other, and they come in the order of the runs. The
+// other events come on the goroutine of the call that caused them (a Fire,
+// FireAfter, FireWithin, Suspend, Stop or Close, or a run arming its next
+// run), so f must be safe for concurrent use. f may call any method of the
+// Trigger, as the Func may: Fire from f during RunEnded reserves one more
+// run. Stop and Close with a context that outlives f must not be called
+// from a run's events: they would wait for their own goroutine. f must not
+// panic: a panic in f goes on in the goroutine that called it.
+//
+// Without WithObserver and WithStats, a Trigger reads no clock and counts
+// nothing on its Fire path.
+func WithObserver(f func(TriggerEvent)) Option {
+	return optionFunc(func(o *options) { o.observe, o.stats = f, true })
+}
+
+// WithStats makes the Trigger keep the counters that Stats reports and the
+// due time that Next reports. It costs an atomic add on every call of
+// Fire, FireAfter and FireWithin, and a read of the clock for every arming.
+func WithStats() Option {
+	return optionFunc(func(o *options) { o.stats = true })
+}
+
+// TriggerStats is a snapshot of a Trigger's counters. They are kept only
+// with WithStats or WithObserver; without either, every counter is zero.
+//
+// The snapshot is taken without a lock. It is exact at one instant when no
+// call changes the counters for the few nanoseconds it takes; otherwise
+// each counter is exact at some instant of the call, read in an order that
+// keeps Coalesced <= Fires and Panics <= Runs.
+type TriggerStats struct {
+	Runs       uint64 // runs of the Func begun
+	Panics     uint64 // runs that panicked or called runtime.Goexit
+	Fires      uint64 // calls of Fire, FireAfter and FireWithin that the Trigger took (a closed Trigger refuses them)
+	Coalesced  uint64 // fires that needed no arming of their own: they joined the run in flight or a pending arming
+	Superseded uint64 // armings superseded before they started the Func
+	Running    bool   // a run is in flight
+}
+
+// Stats returns a snapshot of the Trigger's counters. It takes no lock and
+// never waits: it may be called from anywhere, the Func and the observer
+// included.
+func (t *Trigger) Stats() TriggerStats {
+	o := t.obs()
+	if o == nil {
+		return TriggerStats{Running: t.Running()}
+	}
+	var st TriggerStats
+	for try := 0; ; try++ {
+		// Each counter only grows, so two equal collects prove that all
+		// of them had these values at every instant between the two.
+		a := o.collect()
+		a.Running = t.Running()
+		if try == 3 || a == st {
+			return a
+		}
+		st = a
+		if try > 0 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// Running reports whether a run of the Func is in flight. It takes no lock.
+func (t *Trigger) Running() bool { return running(t.state.Load()) }
+
+// Next returns the time the next run is due, or the zero Time if none is
+// arranged: the Trigger is resting, or a run is in flight whose answer will
+// decide. A run owed after the run in flight (a Fire made during it) is
+// reported as due when that Fire was made: it starts as soon as the run in
+// flight returns. It takes no lock.
+//
+// Next needs the due times that a Trigger records with WithStats or
+// WithObserver, or once it has had a FireWithin; without them, it reports
+// the zero Time.
+func (t *Trigger) Next() time.Time {
+	var due int64
+	for try := 0; try < 4; try++ {
+		s := t.state.Load()
+		if running(s) && reserved(s) {
+			if o := t.obs(); o != nil {
+				return unixNano(o.reservedAt.Load())
+			}
+			return time.Time{}
+		}
+		p := t.pending.Load()
+		if p == nil {
+			return time.Time{}
+		}
+		v, f, d := p.version.Load(), p.flags.Load(), p.due.Load()
+		// The shot is not ours: read it between two equal loads of the
+		// state and of the slot, so that what it says is what it was.
+		if t.state.Load() != s || t.pending.Load() != p {
+			continue
+		}
+		if v != version(s) || f&(shotClaimed|shotDead) != 0 {
+			return time.Time{}
+		}
+		due = d
+		break
+	}
+	return unixNano(due)
+}
+
+// unixNano is the Time of Unix nanoseconds d, or the zero Time for 0.
+func unixNano(d int64) time.Time {
+	if d == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, d)
+}
+
+// An observer holds what WithStats and WithObserver keep.
+type observer struct {
+	f func(TriggerEvent) // nil with WithStats alone
+
+	runs       atomic.Uint64
+	panics     atomic.Uint64
+	fires      atomic.Uint64
+	coalesced  atomic.Uint64
+	superseded atomic.Uint64
+
+	// reservedAt is when the reservation in place, or the latest, was
+	// made, in Unix nanoseconds: written before the compare-and-swap that
+	// reserves (so the running goroutine that takes the reservation sees
+	// it), and read by that goroutine and by Next.
+	reservedAt atomic.Int64
+}
+
+// collect reads the counters, each counter that another one bounds before
+// the one that bounds it: a fire is counted before it is counted coalesced,
+// and a run before it is counted panicked.
+func (o *observer) collect() TriggerStats {
+	var st TriggerStats
+	st.Coalesced = o.coalesced.Load()
+	st.Fires = o.fires.Load()
+	st.Panics = o.panics.Load()
+	st.Runs = o.runs.Load()
+	st.Superseded = o.superseded.Load()
+	return st
+}
+
+// obs returns the Trigger's observer, or nil.
+func (t *Trigger) obs() *observer {
+	if t.ext == nil {
+		return nil
+	}
+	return t.ext.obs
+}
+
+// fired counts a fire the Trigger took; joined says it needed no arming of
+// its own, and running that it joined the run in flight.
+func (o *observer) fired(joined, running bool) {
+	o.fires.Add(1)
+	if joined {
+		o.coalesced.Add(1)
+		if o.f != nil {
+			o.f(TriggerEvent{Kind: FireCoalesced, Running: running})
+		}
+	}
+}
+
+// noteReserve records the time of a reservation about to be published.
+func (o *observer) noteReserve(due int64) {
+	if due == 0 {
+		due = time.Now().UnixNano()
+	}
+	o.reservedAt.Store(due)
+}
+
+// supersede counts an arming superseded before it started the Func.
+func (o *observer) supersede(sh *shot) {
+	o.superseded.Add(1)
+	if o.f != nil {
+		o.f(TriggerEvent{Kind: ArmingSuperseded, Due: unixNano(sh.due.Load())})
+	}
+}

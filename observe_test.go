@@ -1,0 +1,511 @@
+package circulation_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation"
+)
+
+const ms = time.Millisecond
+
+// trace records a Trigger's trace, with their times relative to start.
+type trace struct {
+	start time.Time
+	mu    sync.Mutex
+	evs   []circulation.TriggerEvent
+}
+
+func (e *trace) observe(ev circulation.TriggerEvent) {
+	e.mu.Lock()
+	e.evs = append(e.evs, ev)
+	e.mu.Unlock()
+}
+
+func (e *trace) all() []circulation.TriggerEvent {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]circulation.TriggerEvent(nil), e.evs...)
+}
+
+func (e *trace) of(k circulation.EventKind) []circulation.TriggerEvent {
+	var out []circulation.TriggerEvent
+	for _, ev := range e.all() {
+		if ev.Kind == k {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// at is the time d after the test's start.
+func (e *trace) at(d time.Duration) time.Time { return e.start.Add(d) }
+
+func TestObserverRunEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ev := &trace{start: time.Now()}
+		var k int
+		tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+			k++
+			time.Sleep(300 * ms)
+			if k == 1 {
+				return 2 * time.Second, true
+			}
+			return 0, false
+		}, circulation.WithObserver(ev.observe))
+		defer tr.Stop(context.Background())
+
+		tr.FireAfter(time.Second)
+		time.Sleep(10 * time.Second)
+
+		want := []circulation.TriggerEvent{
+			{Kind: circulation.RunStarted, Run: 1, Due: ev.at(1000 * ms), Start: ev.at(1000 * ms)},
+			{Kind: circulation.RunEnded, Run: 1, Due: ev.at(1000 * ms), Start: ev.at(1000 * ms),
+				Duration: 300 * ms, Next: 2 * time.Second, Again: true},
+			{Kind: circulation.RunStarted, Run: 2, Due: ev.at(3300 * ms), Start: ev.at(3300 * ms)},
+			{Kind: circulation.RunEnded, Run: 2, Due: ev.at(3300 * ms), Start: ev.at(3300 * ms), Duration: 300 * ms},
+		}
+		assert.Equal(t, want, stripMono(ev.all()))
+	})
+}
+
+// stripMono drops the monotonic readings, so that times compare with ==.
+func stripMono(evs []circulation.TriggerEvent) []circulation.TriggerEvent {
+	for i := range evs {
+		evs[i].Due, evs[i].Start = evs[i].Due.Round(0), evs[i].Start.Round(0)
+	}
+	return evs
+}
+
+func TestObserverLateness(t *testing.T) {
+	t.Run("ReservedBehindARun", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+				time.Sleep(500 * ms)
+				return 0, false
+			}, circulation.WithObserver(ev.observe))
+			defer tr.Stop(context.Background())
+
+			tr.Fire()             // run 1: 0 to 500ms
+			time.Sleep(100 * ms)  //
+			tr.Fire()             // at 100ms, during run 1: reserves run 2
+			time.Sleep(100 * ms)  //
+			tr.Fire()             // at 200ms: joins the reservation
+			time.Sleep(time.Hour) //
+
+			starts := stripMono(ev.of(circulation.RunStarted))
+			require.Len(t, starts, 2)
+			assert.Equal(t, ev.at(100*ms), starts[1].Due, "due when the Fire that reserved it was made")
+			assert.Equal(t, ev.at(500*ms), starts[1].Start)
+			assert.Equal(t, 400*ms, starts[1].Start.Sub(starts[1].Due), "lateness: the wait for run 1")
+			joined := ev.of(circulation.FireCoalesced)
+			require.Len(t, joined, 2)
+			assert.True(t, joined[0].Running && joined[1].Running)
+		})
+	})
+	t.Run("MinInterval", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) { return 0, false },
+				circulation.WithObserver(ev.observe), circulation.WithMinInterval(time.Second))
+			defer tr.Stop(context.Background())
+			tr.Fire()
+			time.Sleep(200 * ms)
+			tr.Fire() // too soon: waits until 1s
+			time.Sleep(time.Hour)
+			starts := stripMono(ev.of(circulation.RunStarted))
+			require.Len(t, starts, 2)
+			assert.Equal(t, ev.at(1000*ms), starts[1].Start)
+			assert.Equal(t, ev.at(1000*ms), starts[1].Due, "due when the minimum interval allows it")
+		})
+	})
+	t.Run("SlowTimer", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// A Scheduler 50ms late: the lateness is the Scheduler's.
+			ev := &trace{start: time.Now()}
+			tr := circulation.Bind(lateScheduler(50*ms), func(ctx context.Context) (time.Duration, bool) { return 0, false },
+				circulation.WithObserver(ev.observe))
+			defer tr.Stop(context.Background())
+			tr.FireAfter(time.Second)
+			time.Sleep(time.Hour)
+			starts := stripMono(ev.of(circulation.RunStarted))
+			require.Len(t, starts, 1)
+			assert.Equal(t, ev.at(1000*ms), starts[0].Due)
+			assert.Equal(t, ev.at(1050*ms), starts[0].Start)
+		})
+	})
+}
+
+// lateScheduler runs every callback d after its due time.
+type lateScheduler time.Duration
+
+func (l lateScheduler) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	return time.AfterFunc(d+time.Duration(l), f)
+}
+
+func TestObserverAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ev := &trace{start: time.Now()}
+		var k atomic.Int32
+		var tr *circulation.Trigger
+		tr = circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+			switch k.Add(1) {
+			case 1:
+				tr.FireAfter(time.Hour) // supersedes this run's answer
+				return time.Second, true
+			case 2:
+				tr.FireWithin(time.Hour) // competes: the answer, sooner, is kept
+				return time.Second, true
+			}
+			return 0, false
+		}, circulation.WithObserver(ev.observe))
+		defer tr.Stop(context.Background())
+
+		tr.Fire()
+		time.Sleep(2 * time.Hour)
+		ends := ev.of(circulation.RunEnded)
+		require.Len(t, ends, 3)
+		assert.True(t, ends[0].Superseded, "FireAfter during the run supersedes its answer")
+		assert.False(t, ends[1].Superseded, "FireWithin during the run lets the answer compete")
+		assert.Equal(t, time.Second, ends[1].Next)
+		assert.True(t, ends[1].Again)
+		starts := stripMono(ev.of(circulation.RunStarted))
+		assert.Equal(t, ev.at(time.Hour+time.Second), starts[2].Start, "the answer won over FireWithin's hour")
+		sup := stripMono(ev.of(circulation.ArmingSuperseded))
+		require.Len(t, sup, 1, "the FireWithin's arming, an hour away")
+		assert.Equal(t, ev.at(2*time.Hour), sup[0].Due)
+	})
+}
+
+func TestObserverPanics(t *testing.T) {
+	t.Run("WithHandler", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var order []string
+			var mu sync.Mutex
+			note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+			ev := &trace{start: time.Now()}
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+				time.Sleep(20 * ms)
+				panic("boom")
+			},
+				circulation.WithObserver(func(e circulation.TriggerEvent) { note(e.Kind.String()); ev.observe(e) }),
+				circulation.WithPanicHandler(func(r any) { note("handler") }))
+			defer tr.Stop(context.Background())
+			tr.Fire()
+			time.Sleep(time.Second)
+			ends := ev.of(circulation.RunEnded)
+			require.Len(t, ends, 1)
+			assert.True(t, ends[0].Panicked)
+			assert.Equal(t, "boom", ends[0].Panic)
+			assert.Equal(t, 20*ms, ends[0].Duration)
+			assert.False(t, ends[0].Again)
+			mu.Lock()
+			assert.Equal(t, []string{"run-started", "run-ended", "handler"}, order)
+			mu.Unlock()
+			assert.Equal(t, uint64(1), tr.Stats().Panics)
+		})
+	})
+	t.Run("WithoutHandler", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			rs := &recoveringScheduler{}
+			tr := circulation.Bind(rs, func(ctx context.Context) (time.Duration, bool) { panic("boom") },
+				circulation.WithObserver(ev.observe))
+			defer tr.Stop(context.Background())
+			tr.Fire()
+			time.Sleep(time.Second)
+			ends := ev.of(circulation.RunEnded)
+			require.Len(t, ends, 1)
+			assert.True(t, ends[0].Panicked)
+			assert.Nil(t, ends[0].Panic, "the panic goes on: nobody recovered it")
+			assert.Equal(t, []any{"boom"}, rs.panics())
+		})
+	})
+	t.Run("Goexit", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) { runtime.Goexit(); return 0, false },
+				circulation.WithObserver(ev.observe), circulation.WithPanicHandler(func(any) { t.Error("Goexit is not a panic") }))
+			defer tr.Stop(context.Background())
+			tr.Fire()
+			time.Sleep(time.Second)
+			ends := ev.of(circulation.RunEnded)
+			require.Len(t, ends, 1)
+			assert.True(t, ends[0].Panicked)
+			assert.Nil(t, ends[0].Panic)
+			assert.Equal(t, circulation.TriggerStats{Runs: 1, Panics: 1, Fires: 1}, tr.Stats())
+		})
+	})
+}
+
+func TestObserverCoalescedAndSuperseded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ev := &trace{start: time.Now()}
+		fs := &fakeScheduler{}
+		tr := circulation.Bind(fs, func(ctx context.Context) (time.Duration, bool) { return 0, false },
+			circulation.WithObserver(ev.observe))
+
+		tr.Fire() // arms
+		tr.Fire() // joins the unstarted arming
+		tr.Fire()
+		joined := ev.of(circulation.FireCoalesced)
+		require.Len(t, joined, 2)
+		assert.False(t, joined[0].Running)
+
+		tr.FireAfter(time.Hour)      // supersedes the Fire's arming, due now
+		tr.FireAfter(2 * time.Hour)  // supersedes the hour
+		tr.FireWithin(3 * time.Hour) // keeps the two hours
+		tr.Suspend()                 // supersedes the two hours
+		sup := stripMono(ev.of(circulation.ArmingSuperseded))
+		require.Len(t, sup, 3)
+		assert.Equal(t, []time.Time{ev.at(0), ev.at(time.Hour), ev.at(2 * time.Hour)},
+			[]time.Time{sup[0].Due, sup[1].Due, sup[2].Due})
+		assert.Len(t, ev.of(circulation.FireCoalesced), 3, "the FireWithin joined the pending arming")
+
+		// A superseded arming's callback that the Scheduler still delivers
+		// (its Stop lied, or it was already on its way) is not counted again.
+		for _, ft := range fs.armed() {
+			ft.release()
+		}
+		assert.Empty(t, ev.of(circulation.RunStarted))
+		assert.Equal(t, circulation.TriggerStats{Fires: 6, Coalesced: 3, Superseded: 3}, tr.Stats())
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+}
+
+// A callback that has begun when a later call supersedes its arming is
+// counted once, by whichever of the two sees the other.
+func TestObserverSupersededAfterTheCallbackBegan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ev := &trace{start: time.Now()}
+		fs := &fakeScheduler{}
+		tr := circulation.Bind(fs, func(ctx context.Context) (time.Duration, bool) { return 0, false },
+			circulation.WithObserver(ev.observe))
+		tr.FireAfter(time.Second)
+		// The second FireAfter has published its version and not yet
+		// killed the first arming when that arming's callback begins: the
+		// callback finds itself stale, and the kill finds it claimed.
+		fs.onArm = func() { fs.armed()[0].release() }
+		tr.FireAfter(2 * time.Second)
+		require.Len(t, ev.of(circulation.ArmingSuperseded), 1)
+		// The first arming's callback delivered again changes nothing.
+		fs.armed()[0].release()
+		// The callback begins after the kill: the kill counts it.
+		tr.FireAfter(3 * time.Second)
+		fs.armed()[1].release()
+		fs.armed()[2].release() // runs
+		assert.Len(t, ev.of(circulation.ArmingSuperseded), 2)
+		assert.Len(t, ev.of(circulation.RunStarted), 1)
+		assert.Equal(t, uint64(2), tr.Stats().Superseded)
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+}
+
+func TestObserverMayCallTheTrigger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tr *circulation.Trigger
+		var runs atomic.Int32
+		once := true
+		tr = circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+			runs.Add(1)
+			return 0, false
+		}, circulation.WithObserver(func(e circulation.TriggerEvent) {
+			_ = tr.Stats()
+			_ = tr.Next()
+			if e.Kind == circulation.RunEnded && once {
+				once = false
+				assert.True(t, tr.Running(), "RunEnded comes before the run gives the Trigger up")
+				tr.Fire() // one more run, right after
+			}
+		}))
+		defer tr.Stop(context.Background())
+		tr.Fire()
+		time.Sleep(time.Second)
+		assert.Equal(t, int32(2), runs.Load())
+	})
+}
+
+func TestTriggerNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		release := make(chan struct{})
+		tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+			<-release
+			return 0, false
+		}, circulation.WithStats())
+		defer tr.Stop(context.Background())
+
+		assert.True(t, tr.Next().IsZero(), "idle")
+		tr.FireAfter(time.Hour)
+		assert.Equal(t, start.Add(time.Hour), tr.Next().Round(0))
+		tr.FireWithin(time.Minute)
+		assert.Equal(t, start.Add(time.Minute), tr.Next().Round(0))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.True(t, tr.Running())
+		assert.True(t, tr.Next().IsZero(), "running: its answer will decide")
+		time.Sleep(time.Second)
+		tr.Fire() // reserved
+		assert.Equal(t, start.Add(61*time.Second), tr.Next().Round(0), "owed: due when the Fire was made")
+		tr.Suspend()
+		assert.True(t, tr.Next().IsZero(), "suspended")
+		release <- struct{}{}
+		synctest.Wait()
+		assert.False(t, tr.Running())
+		close(release)
+	})
+	t.Run("WithoutStats", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) { return 0, false })
+			tr.FireAfter(time.Hour)
+			assert.True(t, tr.Next().IsZero(), "no due times recorded")
+			assert.Equal(t, circulation.TriggerStats{}, tr.Stats())
+			require.NoError(t, tr.Stop(context.Background()))
+		})
+	})
+}
+
+func TestObservedFireAllocatesNothing(t *testing.T) {
+	var n atomic.Int64
+	obs := circulation.WithObserver(func(circulation.TriggerEvent) { n.Add(1) })
+	t.Run("WhileRunning", func(t *testing.T) {
+		started, release := make(chan struct{}), make(chan struct{})
+		var runs atomic.Int32
+		tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) {
+			if runs.Add(1) == 1 {
+				close(started)
+				<-release
+			}
+			return 0, false
+		}, obs)
+		tr.Fire()
+		<-started
+		assert.Zero(t, testing.AllocsPerRun(100, tr.Fire), "a Fire that joins the run in flight")
+		close(release)
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+	t.Run("Coalesced", func(t *testing.T) {
+		fs := &fakeScheduler{}
+		tr := circulation.Bind(fs, func(context.Context) (time.Duration, bool) { return 0, false }, obs)
+		tr.Fire()
+		assert.Zero(t, testing.AllocsPerRun(100, tr.Fire), "a Fire that joins an unstarted arming")
+		assert.Zero(t, testing.AllocsPerRun(100, func() { tr.FireWithin(time.Hour) }), "a FireWithin that keeps it")
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+	assert.NotZero(t, n.Load())
+}
+
+// TestStressObserver fires, suspends and closes a Trigger from several
+// goroutines and checks what the observer saw against the Trigger's
+// counters: runs' trace never overlap and come in order, every counted
+// coalesced fire and superseded arming was reported once, and every
+// snapshot keeps its bounds.
+func TestStressObserver(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		inRun     bool
+		lastRun   uint64
+		bad       []string
+		joined    atomic.Uint64
+		dropped   atomic.Uint64
+		startedEv atomic.Uint64
+	)
+	fail := func(s string) { mu.Lock(); bad = append(bad, s); mu.Unlock() }
+	observe := func(e circulation.TriggerEvent) {
+		switch e.Kind {
+		case circulation.RunStarted:
+			mu.Lock()
+			if inRun || e.Run != lastRun+1 {
+				bad = append(bad, "run trace out of order")
+			}
+			inRun, lastRun = true, e.Run
+			mu.Unlock()
+			startedEv.Add(1)
+		case circulation.RunEnded:
+			mu.Lock()
+			if !inRun || e.Run != lastRun {
+				bad = append(bad, "RunEnded without its RunStarted")
+			}
+			inRun = false
+			mu.Unlock()
+		case circulation.FireCoalesced:
+			joined.Add(1)
+		case circulation.ArmingSuperseded:
+			dropped.Add(1)
+		}
+	}
+	for _, sc := range []struct {
+		name string
+		s    circulation.Scheduler
+	}{{"runtime", nil}, {"chaos", chaosScheduler{}}} {
+		t.Run(sc.name, func(t *testing.T) {
+			lastRun, inRun = 0, false
+			joined.Store(0)
+			dropped.Store(0)
+			startedEv.Store(0)
+			var tr *circulation.Trigger
+			tr = circulation.Bind(sc.s, func(ctx context.Context) (time.Duration, bool) {
+				if rand.IntN(8) == 0 {
+					tr.FireWithin(time.Duration(rand.IntN(50)) * time.Microsecond)
+				}
+				return time.Duration(rand.IntN(100)) * time.Microsecond, rand.IntN(3) == 0
+			}, circulation.WithObserver(observe))
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						switch (i + g) % 5 {
+						case 0, 1:
+							tr.Fire()
+						case 2:
+							tr.FireAfter(time.Duration(rand.IntN(200)) * time.Microsecond)
+						case 3:
+							tr.FireWithin(time.Duration(rand.IntN(200)) * time.Microsecond)
+						case 4:
+							if rand.IntN(10) == 0 {
+								tr.Suspend()
+							}
+						}
+						if i%64 == 0 {
+							st := tr.Stats()
+							if st.Coalesced > st.Fires || st.Panics > st.Runs {
+								fail("snapshot out of bounds")
+							}
+						}
+					}
+				}()
+			}
+			time.Sleep(300 * ms)
+			close(stop)
+			wg.Wait()
+			require.NoError(t, tr.Close(context.Background()))
+			st := tr.Stats()
+			assert.Empty(t, bad)
+			assert.NotZero(t, st.Runs)
+			assert.Equal(t, st.Runs, startedEv.Load())
+			assert.Equal(t, st.Coalesced, joined.Load())
+			assert.Equal(t, st.Superseded, dropped.Load())
+			assert.NotZero(t, st.Coalesced)
+			assert.NotZero(t, st.Superseded)
+			assert.False(t, st.Running)
+		})
+	}
+}
