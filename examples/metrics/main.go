@@ -158,7 +158,7 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 		act func()
 	}{
 		{0, "reload: Fire: a reload starts at once", reload.Fire},
-		{1, "reload: 4 \"update now\" messages during the reload: they coalesce into one more, due now, which starts late, when this one ends", func() {
+		{1, "reload: 4 \"update now\" messages during the reload coalesce into one more, due now: it starts 1 unit late, when this one ends", func() {
 			for range 4 {
 				reload.Fire()
 			}

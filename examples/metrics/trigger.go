@@ -17,15 +17,15 @@ var LatenessBuckets = []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5
 // TriggerMetrics exports what a Trigger does to Prometheus, under the label
 // trigger="name":
 //
-//	circulation_trigger_run_duration_seconds    histogram: how long each run of the Func took
-//	circulation_trigger_run_lateness_seconds    histogram: how long after its due time each run started
-//	circulation_trigger_runs_total              counter: runs begun
-//	circulation_trigger_panics_total            counter: runs that panicked
-//	circulation_trigger_fires_total             counter: Fire, FireAfter and FireWithin calls taken
-//	circulation_trigger_fires_coalesced_total   counter: fires that joined a pending or running run
-//	circulation_trigger_armings_superseded_total counter: armings superseded before they ran
-//	circulation_trigger_running                 gauge: 1 while a run is in flight
-//	circulation_trigger_next_run_timestamp_seconds gauge: when the next run is due, 0 if none is
+//	circulation_trigger_run_duration_seconds        histogram: how long each run of the Func took
+//	circulation_trigger_run_lateness_seconds        histogram: how long after its due time each run started
+//	circulation_trigger_runs_total                  counter: runs begun
+//	circulation_trigger_panics_total                counter: runs that panicked
+//	circulation_trigger_fires_total                 counter: Fire, FireAfter and FireWithin calls taken
+//	circulation_trigger_fires_coalesced_total       counter: fires that joined a pending or running run
+//	circulation_trigger_armings_superseded_total    counter: armings superseded before they ran
+//	circulation_trigger_running                     gauge: 1 while a run is in flight
+//	circulation_trigger_next_run_timestamp_seconds  gauge: when the next run is due, 0 if none is
 //
 // The histograms are fed by Observe, which the Trigger calls through
 // WithObserver. The counters and gauges are read from the Trigger's Stats
