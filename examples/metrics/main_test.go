@@ -115,10 +115,10 @@ circulation_trigger_running{trigger="reload"} 1
 circulation_trigger_runs_total{trigger="reload"} 3
 `, series(t, reg), "at 1s: run 3 is in flight")
 
-		time.Sleep(2 * time.Second) // run 3 panics at 2875ms
-		tr.FireAfter(time.Hour)     // at 3s
-		tr.FireAfter(2 * time.Hour) // supersedes the hour
-		next := start.Add(3*time.Second + 2*time.Hour)
+		time.Sleep(2 * time.Second)        // run 3 panics at 2875ms
+		tr.FireAfter(time.Hour)            // at 3s
+		tr.FireAfter(2*time.Hour + 250*ms) // supersedes the hour
+		next := start.Add(3*time.Second + 2*time.Hour + 250*ms)
 		assert.Equal(t, `circulation_trigger_armings_superseded_total{trigger="reload"} 1
 circulation_trigger_fires_coalesced_total{trigger="reload"} 2
 circulation_trigger_fires_total{trigger="reload"} 5
@@ -468,11 +468,8 @@ func TestProgram(t *testing.T) {
 	} {
 		assert.Contains(t, stdout, "\n"+name+"{")
 	}
-	// The counts do not depend on the machine's speed.
-	assert.Contains(t, stdout, "\ncirculation_trigger_runs_total{trigger=\"config_reload\"} 4\n")
-	assert.Contains(t, stdout, "\ncirculation_trigger_fires_coalesced_total{trigger=\"config_reload\"} 5\n")
-	assert.Contains(t, stdout, "\ncirculation_trigger_armings_superseded_total{trigger=\"config_reload\"} 2\n")
-	assert.Contains(t, stdout, "\ncirculation_supervisor_attempts_started_total{supervisor=\"registration\"} 5\n")
+	// The counts are TestStory's; on a busy machine a late step can
+	// change them (a Fire that was to come after a run comes during it).
 	assert.NotContains(t, stdout, "# HELP")
 
 	all, _, code := cmdtest.Run(t, "-unit", "10ms", "-all")
