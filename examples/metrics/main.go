@@ -11,12 +11,14 @@
 // stopped. Meanwhile a Supervisor keeps a registration alive against a
 // registry that fails, hangs past the timeout, and finally answers that
 // the registration is gone. The program serves /metrics on a loopback port,
-// scrapes itself once at the end and prints the series, without the
-// histograms' bucket lines unless -all is given. Every duration is a
-// multiple of the unit, which -unit sets; the story lasts 13 units:
+// scrapes itself once at the end and prints the series: without the
+// comments, and of each histogram only the buckets that count some runs
+// the bucket before does not, unless -all is given. Every duration is a
+// multiple of the unit, which -unit sets; the story lasts 13 units. It is
+// a module of its own, so that the library needs no Prometheus:
 //
-//	go run ./examples/metrics
-//	go run ./examples/metrics -unit 20ms -all
+//	cd examples/metrics && go run .
+//	cd examples/metrics && go run . -unit 20ms -all
 package main
 
 import (
