@@ -34,6 +34,12 @@
 // ceiling, a success resets it, and an attempt that overstays its timeout
 // is abandoned but never joined by a second one.
 //
+// WithObserver reports each run's start (with its due time, so lateness is
+// visible) and end (duration, answer, panic), each fire that joined a run,
+// and each arming superseded before it ran; Stats, Running and Next read a
+// Trigger's counters and its next due time without a lock. A Supervisor
+// reports each attempt's outcome with WithNotify.
+//
 // Fire, FireAfter, FireWithin and Suspend take no lock: the whole state of a
 // Trigger is one uint32 (a reservation bit, a running bit, two bits that say
 // whether the run in flight was superseded or cancelled, a closed bit, a bit

@@ -343,7 +343,9 @@ func (s *Supervisor) Close(ctx context.Context) error {
 // permanent stop after the call, even if a Fire has started the
 // Supervisor again by the time Wait returns; nil if the Supervisor is
 // closed first (see Close), for then no attempt runs again; or ctx.Err()
-// if ctx is done first. Any number of goroutines may wait at once.
+// if ctx is done first. Any number of goroutines may wait at once. Wait
+// may return before WithNotify's function has received the event of the
+// permanent stop; Stop and Close wait for it.
 func (s *Supervisor) Wait(ctx context.Context) error {
 	s.mu.Lock()
 	if err := s.Err(); err != nil || s.closed {
