@@ -47,10 +47,10 @@ type Job struct {
 	cfg   *config // shared defaultConfig unless options say otherwise
 	w     *watch  // the Scheduler of the job's timer, and its watch
 	sched Schedule
-	next  time.Time           // the next slot; zero if none, or not started, stopped or paused
-	timer circulation.Timer   // the job's clock, armed for next; nil if not armed, or its callback started
-	fire  func()              // j.wake, bound once: arming the timer allocates nothing
-	x     *active             // nil until the job first needs it (a run, a store error, a lease)
+	next  time.Time         // the next slot; zero if none, or not started, stopped or paused
+	timer circulation.Timer // the job's clock, armed for next; nil if not armed, or its callback started
+	fire  func()            // j.wake, bound once: arming the timer allocates nothing
+	x     *active           // nil until the job first needs it (a run, a store error, a lease)
 }
 
 const (

@@ -18,10 +18,10 @@ type active struct {
 	store   Store                // the job's store: WithStore's, or a MemoryStore of its own
 	reclaim *circulation.Trigger // LeaseStore only: looks for expired claims every Lease()
 
-	runs    []flight  // runs in flight, to cancel on Stop and OverlapReplace
-	flights uint64    // the id of the latest flight
-	queue   []pending // runs waiting for the runner (all policies but OverlapAllow)
-	runners int       // goroutines running the job's Func or about to
+	runs    []flight      // runs in flight, to cancel on Stop and OverlapReplace
+	flights uint64        // the id of the latest flight
+	queue   []pending     // runs waiting for the runner (all policies but OverlapAllow)
+	runners int           // goroutines running the job's Func or about to
 	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
 	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
