@@ -39,9 +39,10 @@ type Run struct {
 // Observer. A Job starts once: after Stop, make a new one.
 type Job struct {
 	mu    sync.Mutex
-	state uint8 // jobNew, jobStarting, jobStarted or jobStopped
-	flags uint8 // jobPaused, jobBusy, jobDirty, jobListed
-	idx   int32 // jobListed: the job's index in w.jobs, plus one; guarded by w.mu
+	state uint8  // jobNew, jobStarting, jobStarted or jobStopped
+	flags uint8  // jobPaused, jobBusy, jobDirty, jobListed
+	gen   uint16 // the arming of timer: a callback of another one does nothing
+	idx   int32  // jobListed: the job's index in w.jobs, plus one; guarded by w.mu
 	name  string
 	f     Func
 	cfg   *config // shared defaultConfig unless options say otherwise
@@ -63,7 +64,7 @@ const (
 // Job.flags
 const (
 	jobPaused uint8 = 1 << iota
-	jobBusy         // a callback of the job's timer has started, or will (its Stop reported false)
+	jobBusy         // the callback of the job's timer has started, or will (its Stop reported false)
 	jobDirty        // the job changed while jobBusy: the callback arms the timer again as it ends
 	jobListed       // in w.jobs
 )
@@ -87,7 +88,6 @@ func NewJob(name string, s Schedule, f Func, opts ...Option) *Job {
 	if !c.isDefault() {
 		j.cfg = &c
 	}
-	j.fire = j.wake
 	return j
 }
 
@@ -212,6 +212,11 @@ func (j *Job) paused() bool { return j.flags&jobPaused != 0 }
 // wins. A timer whose callback has started (or, its Stop reporting false,
 // will start) is not replaced: that callback arms the timer as it ends,
 // so that the job never has two.
+//
+// Each arming has its own gen, and a callback that is not the current
+// arming's, or comes a second time, does nothing: a Scheduler that calls
+// back twice, late, or after a Stop that reported true never makes the
+// job wake twice for one arming.
 func (j *Job) setTimerLocked(now time.Time) {
 	if j.flags&jobBusy != 0 {
 		j.flags |= jobDirty
@@ -220,12 +225,15 @@ func (j *Job) setTimerLocked(now time.Time) {
 	if t := j.timer; t != nil {
 		j.timer = nil
 		if !t.Stop() {
-			j.flags |= jobBusy | jobDirty
+			j.flags |= jobBusy | jobDirty // its callback is the current arming's
 			return
 		}
+		j.gen++
 	}
 	if j.armedLocked() {
-		j.timer = j.w.sched.AfterFunc(max(j.next.Sub(now), 0), j.fire)
+		j.gen++
+		gen := j.gen
+		j.timer = j.w.sched.AfterFunc(max(j.next.Sub(now), 0), func() { j.wake(gen) })
 	}
 }
 
@@ -403,10 +411,15 @@ var (
 // never runs the job's Func itself. A wake before the next slot (the timer
 // was replaced after its callback started, or the wall clock was set back)
 // only arms the timer again.
-func (j *Job) wake() {
+func (j *Job) wake(gen uint16) {
 	now := time.Now().Round(0)
 	j.mu.Lock()
-	j.timer = nil // the only timer: it is never replaced while jobBusy
+	if gen != j.gen {
+		j.mu.Unlock()
+		return
+	}
+	j.gen++ // a second call of this callback does nothing
+	j.timer = nil
 	j.flags |= jobBusy
 	due := j.armedLocked() && !now.Before(j.next)
 	obs := j.handDueLocked(now)

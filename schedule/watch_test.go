@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -191,5 +192,46 @@ func TestOneTimerPerJob(t *testing.T) {
 			}
 			assert.Equal(t, want, slots[since(at(time.Duration(i+1)*time.Second))], "slot %d", i+1)
 		}
+	})
+}
+
+// chaos is a Scheduler that calls back every timer twice, a millisecond
+// apart, and whose Stop reports true but stops nothing.
+type chaos struct {
+	calls atomic.Int32
+}
+
+type chaosTimer struct{}
+
+func (chaosTimer) Stop() bool { return true }
+
+func (c *chaos) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	c.calls.Add(1)
+	time.AfterFunc(d, f)
+	time.AfterFunc(d+time.Millisecond, f)
+	return chaosTimer{}
+}
+
+// A Scheduler that calls back twice, and after Stop, never makes a job
+// wake twice for one arming: each slot runs once, at its time, through
+// SetSchedule, Pause and Resume, and its timers do not multiply.
+func TestMisbehavingScheduler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		var c chaos
+		j := schedule.NewJob("j", schedule.Every(time.Second), l.work(100*time.Millisecond), schedule.WithScheduler(&c),
+			schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(2500 * time.Millisecond)
+		j.SetSchedule(schedule.Every(time.Second))
+		j.Pause()
+		j.Resume()
+		time.Sleep(2 * time.Second)
+		stop(t, j)
+		assert.Equal(t, []string{"1s Succeeded Scheduled 1s-1.1s", "2s Succeeded Scheduled 2s-2.1s",
+			"3s Succeeded Scheduled 3s-3.1s", "4s Succeeded Scheduled 4s-4.1s"}, l.summary())
+		// The job: at Start, at each slot, SetSchedule, Resume (7); the
+		// watch's Trigger: once a second (5).
+		assert.Equal(t, int32(12), c.calls.Load())
 	})
 }
