@@ -50,7 +50,6 @@ type Job struct {
 	sched Schedule
 	next  time.Time         // the next slot; zero if none, or not started, stopped or paused
 	timer circulation.Timer // the job's clock, armed for next; nil if not armed, or its callback started
-	fire  func()            // j.wake, bound once: arming the timer allocates nothing
 	x     *active           // nil until the job first needs it (a run, a store error, a lease)
 }
 
@@ -442,8 +441,8 @@ func (j *Job) wake(gen uint16) {
 // past now. It returns the records of the slots that do not run. Pause,
 // SetSchedule and RunNow call it first, so that a slot due whose wake has
 // not run yet is neither dropped nor run after them. The caller re-arms
-// the Trigger if need be; a Trigger still armed for the slot just finds
-// an early wake.
+// the timer if need be; a timer still armed for the slot just finds an
+// early wake.
 func (j *Job) handDueLocked(now time.Time) []Record {
 	if j.state != jobStarted || j.paused() || j.next.IsZero() || now.Before(j.next) {
 		return nil
