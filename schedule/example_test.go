@@ -279,7 +279,7 @@ func ExampleWithTimeout() {
 }
 
 // Many jobs share one timing wheel, which holds an idle job's timer in 40
-// bytes.
+// bytes. One more timer on the wheel watches the wall clock for all of them.
 func ExampleWithScheduler() {
 	w := wheel.New()
 	defer w.Stop()
@@ -296,6 +296,6 @@ func ExampleWithScheduler() {
 	}
 	fmt.Println(w.Len(), "after Stop")
 	// Output:
-	// 1000 timers on the wheel
+	// 1001 timers on the wheel
 	// 0 after Stop
 }

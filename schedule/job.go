@@ -38,18 +38,19 @@ type Run struct {
 // methods are safe for concurrent use, including from the Func and from the
 // Observer. A Job starts once: after Stop, make a new one.
 type Job struct {
-	name string
-	f    Func
-	t    *circulation.Trigger // the job's clock: its Func is tick
-	cfg  *config              // shared defaultConfig unless options say otherwise
-
-	mu     sync.Mutex
-	state  uint8 // jobNew, jobStarting, jobStarted or jobStopped
-	paused bool
-	sched  Schedule
-	next   time.Time // the next slot; zero if none, or not started, stopped or paused
-	handed time.Time // the latest Due handed to a runner: a Manual run's Due is after it
-	x      *active   // nil until the job first needs it (a run, a store error, a lease)
+	mu    sync.Mutex
+	state uint8  // jobNew, jobStarting, jobStarted or jobStopped
+	flags uint8  // jobPaused, jobBusy, jobDirty, jobListed
+	gen   uint16 // the arming of timer: a callback of another one does nothing
+	idx   int32  // jobListed: the job's index in w.jobs, plus one; guarded by w.mu
+	name  string
+	f     Func
+	cfg   *config // shared defaultConfig unless options say otherwise
+	w     *watch  // the Scheduler of the job's timer, and its watch
+	sched Schedule
+	next  time.Time         // the next slot; zero if none, or not started, stopped or paused
+	timer circulation.Timer // the job's clock, armed for next; nil if not armed, or its callback started
+	x     *active           // nil until the job first needs it (a run, a store error, a lease)
 }
 
 const (
@@ -59,10 +60,13 @@ const (
 	jobStopped
 )
 
-// maxWait caps every wait of a job's timer, so that a slot that the
-// monotonic clock would reach late (the machine slept, golang/go#35012) or
-// early (the wall clock was set back) is noticed within maxWait.
-const maxWait = time.Minute
+// Job.flags
+const (
+	jobPaused uint8 = 1 << iota
+	jobBusy         // the callback of the job's timer has started, or will (its Stop reported false)
+	jobDirty        // the job changed while jobBusy: the callback arms the timer again as it ends
+	jobListed       // in w.jobs
+)
 
 // NewJob returns a Job that runs f, as name, at the times of s. It does
 // nothing until Start. NewJob panics if name is empty, or s or f is nil.
@@ -79,11 +83,10 @@ func NewJob(name string, s Schedule, f Func, opts ...Option) *Job {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	j := &Job{name: name, f: f, sched: s, cfg: defaultConfig}
+	j := &Job{name: name, f: f, sched: s, cfg: defaultConfig, w: watchFor(c.sched)}
 	if !c.isDefault() {
 		j.cfg = &c
 	}
-	j.t = circulation.Bind(c.sched, j.tick)
 	return j
 }
 
@@ -167,7 +170,7 @@ func (j *Job) Start(ctx context.Context) error {
 				x.floor = time.Time{}
 			}
 		}
-		if j.paused {
+		if j.paused() {
 			return
 		}
 		if known {
@@ -180,6 +183,7 @@ func (j *Job) Start(ctx context.Context) error {
 	if stopped {
 		return fmt.Errorf("%w: %q", ErrStopped, j.name)
 	}
+	j.w.sync(j)
 	j.observe(obs)
 	if x := j.lease(); x != nil {
 		x.reclaim.Fire()
@@ -188,14 +192,67 @@ func (j *Job) Start(ctx context.Context) error {
 }
 
 // armLocked sets the job's next slot, the first after now, and arms its
-// Trigger for it, or suspends the Trigger if there is none.
+// timer for it, or disarms it if there is none.
 func (j *Job) armLocked(now time.Time) {
 	j.next = next(j.sched, now)
-	if j.next.IsZero() {
-		j.t.Suspend()
+	j.setTimerLocked(now)
+}
+
+// armedLocked reports whether the job's timer should be armed: the job is
+// started, not paused, and has a next slot.
+func (j *Job) armedLocked() bool {
+	return j.state == jobStarted && j.flags&jobPaused == 0 && !j.next.IsZero()
+}
+
+func (j *Job) paused() bool { return j.flags&jobPaused != 0 }
+
+// setTimerLocked arms the job's timer for its next slot, by the wall
+// clock at now, if armedLocked, and disarms it otherwise. The latest call
+// wins. A timer whose callback has started (or, its Stop reporting false,
+// will start) is not replaced: that callback arms the timer as it ends,
+// so that the job never has two.
+//
+// Each arming has its own gen, and a callback that is not the current
+// arming's, or comes a second time, does nothing: a Scheduler that calls
+// back twice, late, or after a Stop that reported true never makes the
+// job wake twice for one arming.
+func (j *Job) setTimerLocked(now time.Time) {
+	if j.flags&jobBusy != 0 {
+		j.flags |= jobDirty
 		return
 	}
-	j.t.FireAfter(min(j.next.Sub(now), maxWait))
+	if t := j.timer; t != nil {
+		j.timer = nil
+		if !t.Stop() {
+			j.flags |= jobBusy | jobDirty // its callback is the current arming's
+			return
+		}
+		j.gen++
+	}
+	if j.armedLocked() {
+		j.gen++
+		gen := j.gen
+		j.timer = j.w.sched.AfterFunc(max(j.next.Sub(now), 0), func() { j.wake(gen) })
+	}
+}
+
+// rearm arms the job's timer again for its next slot by the wall clock
+// now: the job's watch calls it when the wall clock jumped.
+func (j *Job) rearm() {
+	j.mu.Lock()
+	j.setTimerLocked(time.Now().Round(0))
+	j.mu.Unlock()
+}
+
+// resync updates the job's place in its watch if it changed. The caller
+// must not hold j.mu.
+func (j *Job) resync() {
+	j.mu.Lock()
+	changed := j.armedLocked() != (j.flags&jobListed != 0)
+	j.mu.Unlock()
+	if changed {
+		j.w.sync(j)
+	}
 }
 
 // Next returns the due time of the job's next slot, or the zero Time if
@@ -216,14 +273,15 @@ func (j *Job) Next() time.Time {
 func (j *Job) Pause() {
 	var obs []Record
 	j.mu.Lock()
-	if !j.paused && j.state != jobStopped {
+	if !j.paused() && j.state != jobStopped {
 		obs = j.handDueLocked(time.Now().Round(0))
-		j.paused = true
+		j.flags |= jobPaused
 		j.next = time.Time{}
-		j.t.Suspend()
+		j.setTimerLocked(time.Time{})
 		obs = append(obs, j.dropQueueLocked(errPaused)...)
 	}
 	j.mu.Unlock()
+	j.resync()
 	j.observe(obs)
 }
 
@@ -231,16 +289,18 @@ func (j *Job) Pause() {
 // now, which Next reports once Resume returns.
 func (j *Job) Resume() {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	if !j.paused {
+	if !j.paused() {
+		j.mu.Unlock()
 		return
 	}
-	j.paused = false
+	j.flags &^= jobPaused
 	if j.state == jobStarted {
 		now := time.Now().Round(0)
 		j.noCatchUpBeforeLocked(now)
 		j.armLocked(now)
 	}
+	j.mu.Unlock()
+	j.resync()
 }
 
 // SetSchedule makes s the job's schedule: its next slot is the first of s
@@ -254,7 +314,7 @@ func (j *Job) SetSchedule(s Schedule) {
 	}
 	var obs []Record
 	j.mu.Lock()
-	if j.state == jobStarted && !j.paused {
+	if j.state == jobStarted && !j.paused() {
 		now := time.Now().Round(0)
 		obs = j.handDueLocked(now)
 		j.sched = s
@@ -264,6 +324,7 @@ func (j *Job) SetSchedule(s Schedule) {
 		j.sched = s
 	}
 	j.mu.Unlock()
+	j.resync()
 	j.observe(obs)
 }
 
@@ -279,13 +340,14 @@ func (j *Job) RunNow() {
 	if j.state == jobStarted {
 		now := time.Now().Round(0)
 		obs = j.handDueLocked(now) // a slot due now goes first, with its own Due
+		x := j.active(now)
 		due := now
-		if !due.After(j.handed) {
-			due = j.handed.Add(1)
+		if !due.After(x.handed) {
+			due = x.handed.Add(1)
 		}
-		j.handed = due
+		x.handed = due
 		r := Run{Job: j.name, Due: due, Reason: Manual}
-		if j.paused {
+		if j.paused() {
 			obs = append(obs, j.record(r, Skipped, errPaused))
 		} else {
 			obs = j.submitLocked([]pending{{run: r}}, obs)
@@ -309,12 +371,13 @@ func (j *Job) Stop(ctx context.Context) error {
 	j.mu.Lock()
 	j.state = jobStopped
 	j.next = time.Time{}
-	j.t.Suspend()
+	j.setTimerLocked(time.Time{})
 	x := j.x
 	if x != nil {
 		obs = j.dropQueueLocked(errStopped)
 	}
 	j.mu.Unlock()
+	j.w.sync(j)
 	// The records of the runs that will not run reach the Observer before
 	// the runs in flight are cancelled, and so before their own records.
 	j.observe(obs)
@@ -325,17 +388,14 @@ func (j *Job) Stop(ctx context.Context) error {
 		}
 		j.mu.Unlock()
 	}
-	err := j.t.Stop(ctx)
-	if x == nil {
-		return err
-	}
-	if x.reclaim != nil {
+	err := j.w.quiesce(ctx)
+	if x != nil && x.reclaim != nil {
 		err = errors.Join(err, x.reclaim.Stop(ctx))
 	}
 	if err != nil {
 		return err
 	}
-	return x.wait(ctx, j)
+	return j.wait(ctx)
 }
 
 var (
@@ -345,44 +405,46 @@ var (
 	errOverlap  = errors.New("schedule: a run is in flight")
 )
 
-// tick is the job's Trigger's Func: it wakes at each slot, or maxWait
-// after its last wake, hands the slots that fell due to runners, and says
-// when to wake next. It never runs the job's Func itself.
-func (j *Job) tick(context.Context) (time.Duration, bool) {
+// wake is the callback of the job's timer: it wakes at each slot, hands
+// the slots that fell due to runners, and arms the timer for the next. It
+// never runs the job's Func itself. A wake before the next slot (the timer
+// was replaced after its callback started, or the wall clock was set back)
+// only arms the timer again.
+func (j *Job) wake(gen uint16) {
 	now := time.Now().Round(0)
 	j.mu.Lock()
-	if j.state != jobStarted || j.paused || j.next.IsZero() {
+	if gen != j.gen {
 		j.mu.Unlock()
-		return 0, false
+		return
 	}
-	if now.Before(j.next) { // an early wake: maxWait, or the clock was set back
-		d := min(j.next.Sub(now), maxWait)
-		j.mu.Unlock()
-		return d, true
-	}
+	j.gen++ // a second call of this callback does nothing
+	j.timer = nil
+	j.flags |= jobBusy
+	due := j.armedLocked() && !now.Before(j.next)
 	obs := j.handDueLocked(now)
-	var d time.Duration
-	if !j.next.IsZero() {
-		d = min(j.next.Sub(now), maxWait)
-	}
-	ok := !j.next.IsZero()
+	due = due && !j.next.IsZero()
 	j.mu.Unlock()
 	j.observe(obs)
-	if x := j.lease(); x != nil && ok {
+	if x := j.lease(); x != nil && due {
 		x.reclaim.Fire()
 	}
-	return d, ok
+	j.mu.Lock()
+	j.flags &^= jobBusy | jobDirty
+	j.setTimerLocked(time.Now().Round(0))
+	j.quietLocked()
+	j.mu.Unlock()
+	j.resync()
 }
 
-// handDueLocked does what tick does when the job's next slot has fallen
+// handDueLocked does what wake does when the job's next slot has fallen
 // due by now: it hands the slots due to runners and moves the next slot
 // past now. It returns the records of the slots that do not run. Pause,
-// SetSchedule and RunNow call it first, so that a slot due whose tick has
+// SetSchedule and RunNow call it first, so that a slot due whose wake has
 // not run yet is neither dropped nor run after them. The caller re-arms
-// the Trigger if need be; a Trigger still armed for the slot just finds
-// an early wake.
+// the timer if need be; a timer still armed for the slot just finds an
+// early wake.
 func (j *Job) handDueLocked(now time.Time) []Record {
-	if j.state != jobStarted || j.paused || j.next.IsZero() || now.Before(j.next) {
+	if j.state != jobStarted || j.paused() || j.next.IsZero() || now.Before(j.next) {
 		return nil
 	}
 	obs := j.dueLocked(j.next, now, false)

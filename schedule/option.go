@@ -103,7 +103,7 @@ type config struct {
 	lease       LeaseStore // store, if it is a LeaseStore
 	node        string
 	observer    func(Record)
-	sched       circulation.Scheduler // taken out by NewJob: the Trigger holds it
+	sched       circulation.Scheduler // taken out by NewJob: the job's watch holds it
 }
 
 const (
@@ -191,7 +191,10 @@ func WithStore(s Store) Option {
 }
 
 // WithScheduler sets the Scheduler of the job's timers (default
-// circulation.RuntimeScheduler). A wheel.Wheel suits millions of jobs.
+// circulation.RuntimeScheduler). A wheel.Wheel suits millions of jobs. The
+// jobs of one Scheduler share its watch of the wall clock; inside a
+// testing/synctest bubble, where a Scheduler that is not a pointer may be
+// shared with other bubbles, each such job watches for itself.
 func WithScheduler(s circulation.Scheduler) Option {
 	return optionFunc(func(c *config) { c.sched = s })
 }

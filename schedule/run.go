@@ -18,11 +18,12 @@ type active struct {
 	store   Store                // the job's store: WithStore's, or a MemoryStore of its own
 	reclaim *circulation.Trigger // LeaseStore only: looks for expired claims every Lease()
 
-	runs    []flight  // runs in flight, to cancel on Stop and OverlapReplace
-	flights uint64    // the id of the latest flight
-	queue   []pending // runs waiting for the runner (all policies but OverlapAllow)
-	runners int       // goroutines running the job's Func or about to
-	idle    chan struct{}
+	runs    []flight      // runs in flight, to cancel on Stop and OverlapReplace
+	flights uint64        // the id of the latest flight
+	queue   []pending     // runs waiting for the runner (all policies but OverlapAllow)
+	runners int           // goroutines running the job's Func or about to
+	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
+	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
 	last   time.Time // the latest Due claimed, by this job or another, or read from the store
 	floor  time.Time // slots before it are never caught up: the job started, resumed or changed schedule then
@@ -163,14 +164,18 @@ func dueSlots(s Schedule, first, now time.Time, limit int) (head []time.Time, la
 // submitLocked hands runs to a runner under the overlap policy, and
 // returns obs with the records of those that will not run.
 func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
+	x := j.x
+	if x == nil {
+		x = j.active(time.Now().Round(0))
+	}
 	for _, p := range runs {
-		if !p.claimed && p.run.Due.After(j.handed) {
-			j.handed = p.run.Due
+		if !p.claimed && p.run.Due.After(x.handed) {
+			x.handed = p.run.Due
 		}
 	}
-	if j.state != jobStarted || j.paused {
+	if j.state != jobStarted || j.paused() {
 		why := errStopped
-		if j.paused {
+		if j.paused() {
 			why = errPaused
 		}
 		for _, p := range runs {
@@ -179,10 +184,6 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		return obs
 	}
 	c := j.cfg
-	x := j.x
-	if x == nil {
-		x = j.active(time.Now().Round(0))
-	}
 	if c.overlap == OverlapAllow {
 		if c.maxParallel > 0 && x.runners >= c.maxParallel {
 			for _, p := range runs {
@@ -285,7 +286,7 @@ func (j *Job) runner(batch []pending) {
 			normal = true
 			return
 		}
-		if j.state != jobStarted || j.paused {
+		if j.state != jobStarted || j.paused() {
 			if p.claimed {
 				// Not finished: its lease expires, and a replica takes
 				// it over again.
@@ -293,7 +294,7 @@ func (j *Job) runner(batch []pending) {
 				continue
 			}
 			why := errStopped
-			if j.paused {
+			if j.paused() {
 				why = errPaused
 			}
 			r := j.drop(p, why)
@@ -330,11 +331,8 @@ func (x *active) land(id uint64) {
 // holds j.mu.
 func (j *Job) exitLocked(x *active) {
 	x.runners--
-	if x.runners == 0 && x.idle != nil {
-		close(x.idle)
-		x.idle = nil
-	}
-	if x.look && j.freeLocked(x) && j.state == jobStarted && !j.paused && !j.next.IsZero() {
+	j.quietLocked()
+	if x.look && j.freeLocked(x) && j.state == jobStarted && !j.paused() && !j.next.IsZero() {
 		x.look = false
 		x.reclaim.Fire()
 	}
@@ -350,14 +348,30 @@ func (j *Job) freeLocked(x *active) bool {
 	return x.runners == 0
 }
 
-// wait waits until no runner is left.
-func (x *active) wait(ctx context.Context, j *Job) error {
+// quiet reports whether nothing of the job's runs: no runner, and no
+// callback of its timer. The caller holds j.mu.
+func (j *Job) quiet() bool {
+	return j.flags&jobBusy == 0 && (j.x == nil || j.x.runners == 0)
+}
+
+// quietLocked wakes the Stop waiting for the job to be quiet, if it is.
+// The caller holds j.mu.
+func (j *Job) quietLocked() {
+	if x := j.x; x != nil && x.idle != nil && j.quiet() {
+		close(x.idle)
+		x.idle = nil
+	}
+}
+
+// wait waits until the job is quiet.
+func (j *Job) wait(ctx context.Context) error {
 	for {
 		j.mu.Lock()
-		if x.runners == 0 {
+		if j.quiet() {
 			j.mu.Unlock()
 			return nil
 		}
+		x := j.active(time.Now().Round(0))
 		if x.idle == nil {
 			x.idle = make(chan struct{})
 		}
@@ -588,7 +602,7 @@ func (j *Job) reclaimTick(ctx context.Context) (time.Duration, bool) {
 			j.mu.Unlock()
 			return 0, false
 		}
-		if j.paused {
+		if j.paused() {
 			j.mu.Unlock()
 			break
 		}
@@ -607,7 +621,7 @@ func (j *Job) reclaimTick(ctx context.Context) (time.Duration, bool) {
 		rec.Reason = Recovered
 		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, rec: rec, claimed: true, since: since}
 		j.mu.Lock()
-		started := j.state == jobStarted && !j.paused
+		started := j.state == jobStarted && !j.paused()
 		if started && j.freeLocked(x) {
 			x.runners++
 			go j.runner([]pending{p})

@@ -16,9 +16,14 @@
 // exactly once. Run times are read from the wall clock, so a slot runs at
 // its due time whatever the monotonic clock did meanwhile.
 //
-// Each Job is one circulation.Trigger on the job's Scheduler (default
-// circulation.RuntimeScheduler; a wheel.Wheel holds millions of idle jobs).
-// DESIGN.md beside this file explains the choices and their measurements.
+// A Job waits for its next slot on one timer of its Scheduler (default
+// circulation.RuntimeScheduler; a wheel.Wheel holds millions of idle jobs),
+// armed for the whole wait. One watch per Scheduler, a circulation.Trigger
+// that runs once a second while any job of that Scheduler is armed, notices
+// when the wall clock parts from the timers' monotonic clock (a sleep, a
+// clock step) and re-arms the jobs, so that an idle job costs no CPU and a
+// jump is noticed within about a second. DESIGN.md beside this file
+// explains the choices and their measurements.
 package schedule
 
 import (

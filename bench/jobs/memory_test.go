@@ -41,9 +41,9 @@ func BenchmarkIdleJobs(b *testing.B) {
 			case "schedule":
 				w := wheel.New()
 				jobs := make([]*schedule.Job, b.N)
+				jf := func(context.Context, schedule.Run) error { f(); return nil } // one Func for all, as f is for the others
 				for i := range jobs {
-					jobs[i] = schedule.NewJob("job"+strconv.Itoa(i), schedule.Every(periods[i]),
-						func(context.Context, schedule.Run) error { f(); return nil }, schedule.WithScheduler(w))
+					jobs[i] = schedule.NewJob("job"+strconv.Itoa(i), schedule.Every(periods[i]), jf, schedule.WithScheduler(w))
 					if err := jobs[i].Start(context.Background()); err != nil {
 						b.Fatal(err)
 					}

@@ -1,0 +1,167 @@
+package schedule
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// A job waits for its next slot on one timer of its Scheduler, armed for
+// the whole wait. Those timers run on the monotonic clock, which stops
+// while the machine sleeps (golang/go#35012) and ignores steps of the wall
+// clock, by which slots fall due. A watch notices both for all the jobs of
+// a Scheduler at once: every watchEvery it compares how far the wall clock
+// moved with how far the monotonic clock did (without a monotonic reading,
+// as in a testing/synctest bubble, with the delay its own timer was armed
+// for), and once they have parted by more than watchSlack it re-arms every
+// job it holds for its next slot by the wall clock. A slot that the jump
+// made due then falls due at once, under the Misfire policy.
+const (
+	watchEvery = time.Second
+	watchSlack = 100 * time.Millisecond
+)
+
+// A watch holds the jobs of one Scheduler whose timer is armed, and the
+// Trigger that watches the clocks for them while there is at least one.
+// Lock order: watch.mu, then Job.mu.
+type watch struct {
+	sched circulation.Scheduler
+	key   any // its key in watches; nil if the watch is a job's own
+
+	mu      sync.Mutex
+	jobs    []*Job               // each job's index here is its idx-1
+	t       *circulation.Trigger // the watcher; nil while jobs is empty
+	retired *circulation.Trigger // a watcher suspended when jobs emptied, until a Stop waits for it
+	prev    time.Time            // the watcher's latest reading of the clock
+	drift   time.Duration        // how far the wall clock moved from the timers' clock since the jobs were last re-armed
+}
+
+// watches holds the shared watches, one per Scheduler.
+var watches struct {
+	mu sync.Mutex
+	m  map[any]*watch
+}
+
+// watchFor returns the watch of the jobs on s. Jobs share the watch of
+// their Scheduler, except where sharing could mix testing/synctest
+// bubbles, whose timers must not be touched from another bubble: inside a
+// bubble (where time.Now has no monotonic reading), a job on a Scheduler
+// that is not a pointer, such as RuntimeScheduler, gets a watch of its own,
+// and so does a job on a Scheduler that cannot be a map key.
+func watchFor(s circulation.Scheduler) *watch {
+	switch s.(type) {
+	case nil, circulation.RuntimeScheduler, *circulation.RuntimeScheduler:
+		s = circulation.RuntimeScheduler{}
+	}
+	v := reflect.ValueOf(s)
+	if !v.Comparable() || (!hasMono(time.Now()) && v.Kind() != reflect.Pointer) {
+		return &watch{sched: s}
+	}
+	watches.mu.Lock()
+	defer watches.mu.Unlock()
+	w := watches.m[s]
+	if w == nil {
+		if watches.m == nil {
+			watches.m = make(map[any]*watch)
+		}
+		w = &watch{sched: s, key: s}
+		watches.m[s] = w
+	}
+	return w
+}
+
+// hasMono reports whether t carries a monotonic clock reading.
+func hasMono(t time.Time) bool { return t != t.Round(0) }
+
+// sync lists j if its timer is armed and unlists it otherwise, starting
+// the watcher with the first job and suspending it with the last. Callers
+// call it, without j.mu, after a change that may have changed which.
+func (w *watch) sync(j *Job) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	j.mu.Lock()
+	want := j.armedLocked()
+	switch {
+	case want && j.flags&jobListed == 0:
+		w.jobs = append(w.jobs, j)
+		j.idx = int32(len(w.jobs))
+		j.flags |= jobListed
+	case !want && j.flags&jobListed != 0:
+		i, n := j.idx-1, len(w.jobs)-1
+		w.jobs[i] = w.jobs[n]
+		w.jobs[i].idx = i + 1
+		w.jobs[n] = nil
+		w.jobs = w.jobs[:n]
+		if cap(w.jobs) > 64 && n < cap(w.jobs)/4 {
+			w.jobs = append([]*Job(nil), w.jobs...)
+		}
+		j.idx = 0
+		j.flags &^= jobListed
+	}
+	j.mu.Unlock()
+	switch {
+	case len(w.jobs) > 0 && w.t == nil:
+		w.prev, w.drift = time.Now(), 0
+		w.t = circulation.Bind(w.sched, w.check)
+		w.t.FireAfter(watchEvery)
+		if w.key != nil {
+			// A watch that emptied left the map: this one may be back.
+			watches.mu.Lock()
+			if watches.m[w.key] == nil {
+				watches.m[w.key] = w
+			}
+			watches.mu.Unlock()
+		}
+	case len(w.jobs) == 0 && w.t != nil:
+		w.t.Suspend()
+		w.retired, w.t = w.t, nil
+		if w.key != nil {
+			// Do not keep the Scheduler (a wheel) reachable for nothing.
+			watches.mu.Lock()
+			if watches.m[w.key] == w {
+				delete(watches.m, w.key)
+			}
+			watches.mu.Unlock()
+		}
+	}
+}
+
+// quiesce waits until the watcher suspended when the watch emptied, if
+// any, has returned.
+func (w *watch) quiesce(ctx context.Context) error {
+	w.mu.Lock()
+	t := w.retired
+	w.retired = nil
+	w.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	return t.Stop(ctx)
+}
+
+// check is the watcher's Func.
+func (w *watch) check(ctx context.Context) (time.Duration, bool) {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ctx.Err() != nil { // suspended under w.mu: this watcher retired
+		return 0, false
+	}
+	wall := now.Round(0).Sub(w.prev.Round(0))
+	timers := watchEvery // all that is known without a monotonic reading
+	if hasMono(now) && hasMono(w.prev) {
+		timers = now.Sub(w.prev)
+	}
+	w.prev = now
+	w.drift += wall - timers
+	if w.drift > watchSlack || w.drift < -watchSlack {
+		w.drift = 0
+		for _, j := range w.jobs {
+			j.rearm()
+		}
+	}
+	return watchEvery, true
+}
