@@ -189,7 +189,12 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			continue
 		}
 		err := e.job.Start(ctx)
-		if err == nil || errors.Is(err, schedule.ErrStarted) { // ErrStarted: drained or stopped meanwhile
+		if err == nil || errors.Is(err, schedule.ErrStopped) || errors.Is(err, schedule.ErrStarted) {
+			// ErrStopped: a concurrent Apply drained the task, or Stop
+			// stopped the Table, while the job read the store. The task
+			// was applied, then removed; whoever stopped it owns it. No
+			// one else starts e's job: ErrStarted cannot happen, but
+			// would not be this Apply's to undo either.
 			continue
 		}
 		name := e.job.Name()
