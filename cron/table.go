@@ -152,7 +152,7 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		case c.overlap != old.overlap || c.misfire != old.misfire:
 			ch.Changed = append(ch.Changed, name)
 			drains = append(drains, e)
-			starts = append(starts, t.newEntryLocked(c, e.seen))
+			starts = append(starts, t.newEntryLocked(c, e.seen, now))
 		case !sameSchedule(c.def, old.def):
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
@@ -165,7 +165,7 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		starts = append(starts, t.newEntryLocked(want[name], now))
+		starts = append(starts, t.newEntryLocked(want[name], now, now))
 		ch.Added = append(ch.Added, name)
 	}
 	for _, e := range drains {
@@ -217,8 +217,8 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 
 // newEntryLocked makes an entry for c, with its job not started, the
 // task's in t.tasks. It is to start once the previous entry of the name, if
-// any, has stopped. The caller holds t.mu.
-func (t *Table) newEntryLocked(c *compiled, seen time.Time) *entry {
+// any, has stopped, and owes the slots after now. The caller holds t.mu.
+func (t *Table) newEntryLocked(c *compiled, seen, now time.Time) *entry {
 	name := c.def.Name
 	e := &entry{seen: seen, stopped: make(chan struct{}), after: t.last[name]}
 	if e.after != nil {
@@ -231,7 +231,7 @@ func (t *Table) newEntryLocked(c *compiled, seen time.Time) *entry {
 	t.tasks[name], t.last[name] = e, e
 	e.c.Store(c)
 	opts := append(slices.Clip(t.jobOpts),
-		schedule.WithStore(t.store), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))
+		schedule.WithStore(handover(t.store, now)), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))
 	e.job = schedule.NewJob(c.def.Name, c.schedule(seen), func(ctx context.Context, r schedule.Run) error {
 		t.flying.enter(name)
 		defer t.flying.exit(name)
