@@ -24,10 +24,10 @@ type Handler func(ctx context.Context, businessID string, r schedule.Run) error
 // same name neither runs a slot the other ran nor misses one: it starts
 // from the other's last record, under its misfire policy.
 //
-// A Table is safe for concurrent use, from its Handlers too, except that a
-// Handler must not call Stop with a context that outlives it: Stop waits
-// for the Handler to return. Its zero value is not usable: make one with
-// NewTable.
+// A Table is safe for concurrent use, from its Handlers and Observers too,
+// except that neither may call Stop with a context that outlives it: Stop
+// waits for the Handler to return, and for the Apply or run that called
+// the Observer. Its zero value is not usable: make one with NewTable.
 type Table struct {
 	handlers map[string]Handler
 	loc      *time.Location
