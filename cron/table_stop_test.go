@@ -147,3 +147,29 @@ func TestTableReplacingAJobThatNeverRanLosesNoSlot(t *testing.T) {
 		})
 	}
 }
+
+// A Handler may stop the Table with its own context: Stop cancels that
+// context, so it returns at once, with its error, and the Table is
+// stopped.
+func TestTableHandlerStopsTheTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tab *cron.Table
+		stopped := make(chan error, 1)
+		h := func(ctx context.Context, _ string, r schedule.Run) error {
+			stopped <- tab.Stop(ctx)
+			return nil
+		}
+		tab = cron.NewTable(map[string]cron.Handler{"h": h}, cron.WithLocation(time.UTC))
+		ctx := context.Background()
+		_, err := tab.Apply(ctx, []cron.Task{task("a", "h", "* * * * * *"), task("b", "h", "*/7 * * * * *")})
+		require.NoError(t, err)
+		start := time.Now()
+		assert.ErrorIs(t, <-stopped, context.Canceled)
+		assert.Equal(t, start.Add(time.Second), time.Now())
+		_, err = tab.Apply(ctx, nil)
+		assert.ErrorIs(t, err, cron.ErrTableStopped)
+		time.Sleep(time.Minute)
+		assert.Empty(t, stopped, "no run after Stop")
+		require.NoError(t, tab.Stop(ctx))
+	})
+}
