@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -44,7 +45,7 @@ type ParseError struct {
 	// "month" or "day of week".
 	Field string
 	// Text is the offending text of the field; past 64 bytes, its first 64
-	// and "...".
+	// at most, cut before a character, and "...".
 	Text string
 	// Reason says what is wrong with it.
 	Reason string
@@ -55,11 +56,21 @@ func (e *ParseError) Error() string {
 }
 
 func parseError(field, text, reason string) *ParseError {
+	return &ParseError{Field: field, Text: clip(text), Reason: reason}
+}
+
+// clip returns s, or past 64 bytes, its first 64 at most, cut before a
+// character, and "...": what an error quotes of a user's text.
+func clip(s string) string {
 	const max = 64
-	if len(text) > max {
-		text = text[:max] + "..."
+	if len(s) <= max {
+		return s
 	}
-	return &ParseError{Field: field, Text: text, Reason: reason}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // Parse parses a cron spec whose times of day are read in loc; a nil loc
@@ -77,7 +88,8 @@ func parseError(field, text, reason string) *ParseError {
 //
 // The descriptors @yearly (or @annually), @monthly, @weekly, @daily (or
 // @midnight) and @hourly stand for the usual fields, and "@every <d>" for
-// schedule.Every(d), with d in time.ParseDuration's syntax and positive.
+// schedule.Every(d), with d in time.ParseDuration's syntax and at least a
+// second, the resolution of the fields.
 //
 // A spec that no time matches, such as "0 0 30 2 *", is not an error: its
 // Schedule's Next returns the zero Time. Any other spec Parse cannot read
@@ -141,8 +153,11 @@ func parseDescriptor(f []string, loc *time.Location) (schedule.Schedule, error) 
 		if err != nil {
 			return nil, parseError("@every", f[1], "not a duration, such as 1h30m")
 		}
-		if d <= 0 {
+		switch {
+		case d <= 0:
 			return nil, parseError("@every", f[1], "not positive")
+		case d < time.Second:
+			return nil, parseError("@every", f[1], "shorter than a second")
 		}
 		return schedule.Every(d), nil
 	}

@@ -39,8 +39,9 @@ func runs(t *testing.T, zone, spec, from string, n int) []string {
 // changes skip or repeat: a job at a fixed time of day (no * in its minute
 // and hour fields) runs once a day, when the clocks jump if its time is
 // skipped and at the first occurrence if its time is repeated; any other
-// job follows real time. Zones with one-hour and half-hour shifts, in the
-// northern and southern springs, and with changes at midnight.
+// job follows real time. Zones with one-hour, half-hour and two-hour
+// shifts, in the northern and southern springs, with changes at midnight,
+// and a day skipped whole.
 func TestDaylightSaving(t *testing.T) {
 	for _, c := range []struct {
 		name, zone, spec, from string
@@ -123,6 +124,25 @@ func TestDaylightSaving(t *testing.T) {
 			[]string{"2026-04-04T23:30:00-03:00", "2026-04-05T23:30:00-04:00"}},
 		{"midnight repeated hour, wildcard", "America/Santiago", "30 * * * *", "2026-04-04T22:00:00-03:00",
 			[]string{"2026-04-04T22:30:00-03:00", "2026-04-04T23:30:00-03:00", "2026-04-04T23:30:00-04:00", "2026-04-05T00:30:00-04:00"}},
+
+		// Antarctica/Troll shifts by two hours, 2026: 01:00 +00 -> 03:00
+		// +02 on March 29, 03:00 +02 -> 01:00 +00 on October 25.
+		{"two-hour gap: skipped time runs at the jump", "Antarctica/Troll", "30 1 * * *", "2026-03-28T12:00:00Z",
+			[]string{"2026-03-29T03:00:00+02:00", "2026-03-30T01:30:00+02:00"}},
+		{"two-hour overlap: repeated time runs once", "Antarctica/Troll", "30 2 * * *", "2026-10-24T12:00:00+02:00",
+			[]string{"2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00Z"}},
+		{"two-hour overlap: wildcard runs in both", "Antarctica/Troll", "30 * * * *", "2026-10-25T00:00:00+02:00",
+			[]string{"2026-10-25T00:30:00+02:00", "2026-10-25T01:30:00+02:00", "2026-10-25T02:30:00+02:00",
+				"2026-10-25T01:30:00Z", "2026-10-25T02:30:00Z", "2026-10-25T03:30:00Z"}},
+
+		// Pacific/Apia skipped December 30, 2011: 23:59:59 -10 on the 29th
+		// -> 00:00 +14 on the 31st.
+		{"skipped day: its time runs at the jump", "Pacific/Apia", "0 12 * * *", "2011-12-29T00:00:00-10:00",
+			[]string{"2011-12-29T12:00:00-10:00", "2011-12-31T00:00:00+14:00", "2011-12-31T12:00:00+14:00"}},
+		{"skipped day: a weekly job of that day runs at the jump", "Pacific/Apia", "0 12 * * fri", "2011-12-20T00:00:00-10:00",
+			[]string{"2011-12-23T12:00:00-10:00", "2011-12-31T00:00:00+14:00", "2012-01-06T12:00:00+14:00"}},
+		{"skipped day: wildcard", "Pacific/Apia", "0 */12 * * *", "2011-12-29T06:00:00-10:00",
+			[]string{"2011-12-29T12:00:00-10:00", "2011-12-31T00:00:00+14:00", "2011-12-31T12:00:00+14:00"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			assert.Equal(t, c.want, runs(t, c.zone, c.spec, c.from, len(c.want)))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -220,6 +221,8 @@ func TestParseErrors(t *testing.T) {
 		"@every 0s":                    `cron: @every "0s": not positive`,
 		"@every -1m":                   `cron: @every "-1m": not positive`,
 		"@every 5":                     `cron: @every "5": not a duration, such as 1h30m`,
+		"@every 1ns":                   `cron: @every "1ns": shorter than a second`,
+		"@every 999ms":                 `cron: @every "999ms": shorter than a second`,
 		"@every 1 h":                   `cron: @every "1 h": want one duration, such as 1h30m`,
 		"TZ= 0 0 * * *":                `cron: zone "TZ=": empty zone name`,
 		"CRON_TZ= @daily":              `cron: zone "CRON_TZ=": empty zone name`,
@@ -239,8 +242,24 @@ func TestParseErrors(t *testing.T) {
 		require.True(t, errors.As(err, &pe), spec)
 		assert.Contains(t, want, `"`+pe.Text+`"`)
 	}
+	for _, spec := range []string{"@every 1s", "@every 1500ms", "@every 2562047h47m16.854775807s"} {
+		_, err := cron.Parse(spec, time.UTC)
+		assert.NoError(t, err, spec)
+	}
 	_, err := cron.Parse(strings.Repeat("1,", 511)+"1 * * * *", time.UTC)
 	assert.Error(t, err, "1031 bytes")
 	_, err = cron.Parse(strings.Repeat("1,", 505)+"1 * * * *", time.UTC)
 	assert.NoError(t, err, "1019 bytes")
+}
+
+// The text an error quotes is cut to 64 bytes at a character boundary, so
+// that a UI shows the user's text, not a broken character.
+func TestParseErrorTextIsValidUTF8(t *testing.T) {
+	field := "x" + strings.Repeat("é", 40)
+	_, err := cron.Parse("0 0 * * "+field, time.UTC)
+	var pe *cron.ParseError
+	require.True(t, errors.As(err, &pe), "%v", err)
+	assert.True(t, utf8.ValidString(pe.Text), "%q", pe.Text)
+	assert.Equal(t, field[:63]+"...", pe.Text)
+	assert.True(t, utf8.ValidString(err.Error()))
 }

@@ -24,10 +24,10 @@ type Handler func(ctx context.Context, businessID string, r schedule.Run) error
 // same name neither runs a slot the other ran nor misses one: it starts
 // from the other's last record, under its misfire policy.
 //
-// A Table is safe for concurrent use, from its Handlers too, except that a
-// Handler must not call Stop with a context that outlives it: Stop waits
-// for the Handler to return. Its zero value is not usable: make one with
-// NewTable.
+// A Table is safe for concurrent use, from its Handlers and Observers too,
+// except that neither may call Stop with a context that outlives it: Stop
+// waits for the Handler to return, and for the Apply or run that called
+// the Observer. Its zero value is not usable: make one with NewTable.
 type Table struct {
 	handlers map[string]Handler
 	loc      *time.Location
@@ -152,7 +152,7 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		case c.overlap != old.overlap || c.misfire != old.misfire:
 			ch.Changed = append(ch.Changed, name)
 			drains = append(drains, e)
-			starts = append(starts, t.newEntryLocked(c, e.seen))
+			starts = append(starts, t.newEntryLocked(c, e.seen, now))
 		case !sameSchedule(c.def, old.def):
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
@@ -165,7 +165,7 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		starts = append(starts, t.newEntryLocked(want[name], now))
+		starts = append(starts, t.newEntryLocked(want[name], now, now))
 		ch.Added = append(ch.Added, name)
 	}
 	for _, e := range drains {
@@ -189,7 +189,12 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			continue
 		}
 		err := e.job.Start(ctx)
-		if err == nil || errors.Is(err, schedule.ErrStarted) { // ErrStarted: drained or stopped meanwhile
+		if err == nil || errors.Is(err, schedule.ErrStopped) || errors.Is(err, schedule.ErrStarted) {
+			// ErrStopped: a concurrent Apply drained the task, or Stop
+			// stopped the Table, while the job read the store. The task
+			// was applied, then removed; whoever stopped it owns it. No
+			// one else starts e's job: ErrStarted cannot happen, but
+			// would not be this Apply's to undo either.
 			continue
 		}
 		name := e.job.Name()
@@ -212,8 +217,8 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 
 // newEntryLocked makes an entry for c, with its job not started, the
 // task's in t.tasks. It is to start once the previous entry of the name, if
-// any, has stopped. The caller holds t.mu.
-func (t *Table) newEntryLocked(c *compiled, seen time.Time) *entry {
+// any, has stopped, and owes the slots after now. The caller holds t.mu.
+func (t *Table) newEntryLocked(c *compiled, seen, now time.Time) *entry {
 	name := c.def.Name
 	e := &entry{seen: seen, stopped: make(chan struct{}), after: t.last[name]}
 	if e.after != nil {
@@ -226,7 +231,7 @@ func (t *Table) newEntryLocked(c *compiled, seen time.Time) *entry {
 	t.tasks[name], t.last[name] = e, e
 	e.c.Store(c)
 	opts := append(slices.Clip(t.jobOpts),
-		schedule.WithStore(t.store), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))
+		schedule.WithStore(handover(t.store, now)), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))
 	e.job = schedule.NewJob(c.def.Name, c.schedule(seen), func(ctx context.Context, r schedule.Run) error {
 		t.flying.enter(name)
 		defer t.flying.exit(name)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -479,5 +481,32 @@ func TestTableConcurrentApplies(t *testing.T) {
 			}
 			assert.NotEmpty(t, runs, name)
 		}
+	})
+}
+
+// A hostile definition gets an error of bounded length, whatever the size
+// of its fields: the error quotes the first 64 bytes of each.
+func TestTableValidationErrorsAreShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := cron.NewTable(map[string]cron.Handler{"h": func(context.Context, string, schedule.Run) error { return nil }},
+			cron.WithLocation(time.UTC))
+		defer tab.Stop(context.Background())
+		huge := strings.Repeat("é", 1<<20)
+		for field, d := range map[string]cron.Task{
+			"name":    task(huge, "h", "@hourly"),
+			"handler": task("t", huge, "@hourly"),
+			"zone":    func() cron.Task { d := task("t", "h", "@hourly"); d.Zone = huge; return d }(),
+			"spec":    task("t", "h", huge),
+			"misfire": func() cron.Task { d := task("t", "h", "@hourly"); d.Misfire = huge; return d }(),
+		} {
+			_, err := tab.Apply(context.Background(), []cron.Task{d})
+			var te *cron.TaskError
+			require.True(t, errors.As(err, &te), "%s: %v", field, err)
+			assert.Equal(t, field, te.Field)
+			assert.Less(t, len(err.Error()), 400, "%s: %.400s", field, err)
+			assert.True(t, utf8.ValidString(err.Error()), field)
+		}
+		_, err := tab.Apply(context.Background(), []cron.Task{task(huge, "h", "@hourly"), task(huge, "h", "@hourly")})
+		assert.Less(t, len(err.Error()), 400, "%.400s", err)
 	})
 }

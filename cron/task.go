@@ -48,7 +48,8 @@ type Task struct {
 }
 
 // A TaskError reports a task definition that a Table cannot load: the
-// task, its field at fault (named as in JSON), and why.
+// task, its field at fault (named as in JSON), and why. Its message quotes
+// at most 64 bytes of each text of the definition.
 type TaskError struct {
 	Task  string
 	Field string
@@ -56,7 +57,7 @@ type TaskError struct {
 }
 
 func (e *TaskError) Error() string {
-	return "cron: task " + strconv.Quote(e.Task) + ": " + e.Field + ": " + e.Err.Error()
+	return "cron: task " + strconv.Quote(clip(e.Task)) + ": " + e.Field + ": " + e.Err.Error()
 }
 
 func (e *TaskError) Unwrap() error { return e.Err }
@@ -94,12 +95,12 @@ func compile(t Task, handlers map[string]Handler, loc *time.Location) (*compiled
 	case t.Handler == "":
 		return fail("handler", errors.New("empty"))
 	case handlers[t.Handler] == nil:
-		return fail("handler", errors.New("no handler "+strconv.Quote(t.Handler)))
+		return fail("handler", errors.New("no handler "+strconv.Quote(clip(t.Handler))))
 	}
 	if t.Zone != "" {
 		l, err := time.LoadLocation(t.Zone)
 		if err != nil {
-			return fail("zone", errors.New("unknown zone "+strconv.Quote(t.Zone)))
+			return fail("zone", errors.New("unknown zone "+strconv.Quote(clip(t.Zone))))
 		}
 		loc = l
 	}
@@ -117,7 +118,7 @@ func compile(t Task, handlers map[string]Handler, loc *time.Location) (*compiled
 	}
 	m, ok := misfires[t.Misfire]
 	if !ok {
-		return fail("misfire", errors.New("unknown policy "+strconv.Quote(t.Misfire)+"; want run-once, skip or run-all"))
+		return fail("misfire", errors.New("unknown policy "+strconv.Quote(clip(t.Misfire))+"; want run-once, skip or run-all"))
 	}
 	c := &compiled{def: t, spec: s, misfire: m, overlap: schedule.OverlapSkip}
 	if t.Overlap {

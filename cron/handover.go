@@ -1,0 +1,53 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// handover returns the Store of a job that a Table makes at since: s,
+// except that when s has no record of the job, Last reports one due at
+// since. A job starts from its last record, applying its misfire policy
+// to the slots after it, and catches up nothing without one; but a job
+// that replaces another starts only once that one has stopped, and a slot
+// that fell due meanwhile was neither's. So the job of a task that never
+// ran yet takes the slots after the Apply that made it as missed, as it
+// does those after a real record. The result is a LeaseStore if s is one.
+func handover(s schedule.Store, since time.Time) schedule.Store {
+	h := handoverStore{Store: s, since: since.Round(0)}
+	if ls, ok := s.(schedule.LeaseStore); ok {
+		return handoverLeaseStore{h, ls}
+	}
+	return h
+}
+
+type handoverStore struct {
+	schedule.Store
+	since time.Time
+}
+
+func (s handoverStore) Last(ctx context.Context, job string) (schedule.Record, error) {
+	r, err := s.Store.Last(ctx, job)
+	if errors.Is(err, schedule.ErrNoRecord) {
+		return schedule.Record{Job: job, Due: s.since, Status: schedule.Skipped}, nil
+	}
+	return r, err
+}
+
+type handoverLeaseStore struct {
+	handoverStore
+	lease schedule.LeaseStore
+}
+
+func (s handoverLeaseStore) Lease() time.Duration { return s.lease.Lease() }
+
+func (s handoverLeaseStore) Renew(ctx context.Context, r schedule.Record) error {
+	return s.lease.Renew(ctx, r)
+}
+
+func (s handoverLeaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+	return s.lease.Reclaim(ctx, job, node)
+}
