@@ -25,8 +25,9 @@ const (
 	FireCoalesced
 
 	// ArmingSuperseded: a later call superseded an arming before it could
-	// start the Func, and its timer, if it had one, was stopped. Due is
-	// when it was due.
+	// start the Func, and its timer, if it had one, was stopped; or it
+	// dropped the run owed after the run in flight. Due is when it was
+	// due.
 	ArmingSuperseded
 )
 
@@ -50,12 +51,14 @@ type TriggerEvent struct {
 	// began. Zero for the other kinds.
 	Run uint64
 
-	// Due is when the run fell due: the time its arming asked for, or, for
-	// a run that a Fire made during the run before it reserved, when that
-	// Fire was made. Start - Due is the run's lateness, which includes the
-	// wait for the run before it and for WithMinInterval. For
-	// ArmingSuperseded, when the superseded arming was due. Zero if it is
-	// not known.
+	// Due is when the run fell due: the time its arming asked for; for a
+	// run owed after the run before it (a Fire made during that run, or an
+	// arming that fell due during it), when that Fire was made or that
+	// arming fell due; for a run that WithMinInterval held back, when the
+	// interval allowed it; for a run that Shutdown hurried, when Shutdown
+	// was called. Start - Due is the run's lateness, which includes the
+	// wait for the run before it. For ArmingSuperseded, when the superseded
+	// arming or owed run was due. Zero if it is not known.
 	Due time.Time
 
 	// Start is when the run began, and Duration how long the Func took,
@@ -67,11 +70,12 @@ type TriggerEvent struct {
 	Next  time.Duration
 	Again bool
 
-	// Superseded says that a call made while the run was in flight
-	// superseded its answer, or that the Trigger was closed meanwhile: the
-	// answer is ignored. (A FireWithin made during the run lets the answer
-	// compete with its own time: then Superseded is false, and the sooner
-	// of the two is kept.)
+	// Superseded says that, by the time of the event, a call made while
+	// the run was in flight superseded its answer, or that the Trigger is
+	// closed: the answer is ignored. A call made later, such as a Fire from
+	// the observer itself, supersedes it too. (A FireWithin made during the
+	// run lets the answer compete with its own time: then Superseded is
+	// false, and the sooner of the two is kept.)
 	Superseded bool
 
 	// Panicked says that the Func panicked or called runtime.Goexit. Panic
@@ -95,12 +99,14 @@ type TriggerEvent struct {
 // Func and RunEnded right after it, before the next run can start: they
 // never overlap each other, and they come in the order of the runs. The
 // other events come on the goroutine of the call that caused them (a Fire,
-// FireAfter, FireWithin, Suspend, Stop or Close, or a run arming its next
-// run), so f must be safe for concurrent use. f may call any method of the
-// Trigger, as the Func may: Fire from f during RunEnded reserves one more
-// run. Stop and Close with a context that outlives f must not be called
-// from a run's events: they would wait for their own goroutine. f must not
-// panic: a panic in f goes on in the goroutine that called it.
+// FireAfter, FireWithin, Suspend, Stop, Close or Shutdown, WithContext's
+// context ending, a run arming its next run), or on the superseded
+// arming's own timer callback when it had just begun, so f must be safe
+// for concurrent use. f may call any method of the Trigger, as the Func
+// may: Fire from f during RunEnded reserves one more run. But Stop, Close
+// and Shutdown with a context that outlives f must not be called from f:
+// the goroutine f runs on may be one they wait for. f must not panic: a
+// panic in f goes on in the goroutine that called it.
 //
 // Without WithObserver and WithStats, a Trigger reads no clock and counts
 // nothing on its Fire path.
@@ -127,7 +133,7 @@ type TriggerStats struct {
 	Panics     uint64 // runs that panicked or called runtime.Goexit
 	Fires      uint64 // calls of Fire, FireAfter and FireWithin that the Trigger took (a closed Trigger refuses them)
 	Coalesced  uint64 // fires that needed no arming of their own: they joined the run in flight or a pending arming
-	Superseded uint64 // armings superseded before they started the Func
+	Superseded uint64 // armings superseded before they started the Func, and owed runs dropped
 	Running    bool   // a run is in flight
 }
 
@@ -165,17 +171,17 @@ func (t *Trigger) Running() bool { return running(t.state.Load()) }
 // flight returns. It takes no lock.
 //
 // Next needs the due times that a Trigger records with WithStats or
-// WithObserver, or once it has had a FireWithin; without them, it reports
-// the zero Time.
+// WithObserver; without them, it reports the zero Time.
 func (t *Trigger) Next() time.Time {
+	o := t.obs()
+	if o == nil {
+		return time.Time{}
+	}
 	var due int64
 	for try := 0; try < 4; try++ {
 		s := t.state.Load()
 		if running(s) && reserved(s) {
-			if o := t.obs(); o != nil {
-				return unixNano(o.reservedAt.Load())
-			}
-			return time.Time{}
+			return unixNano(o.reservedAt.Load())
 		}
 		p := t.pending.Load()
 		if p == nil {
@@ -215,10 +221,16 @@ type observer struct {
 	superseded atomic.Uint64
 
 	// reservedAt is when the reservation in place, or the latest, was
-	// made, in Unix nanoseconds: written before the compare-and-swap that
-	// reserves (so the running goroutine that takes the reservation sees
-	// it), and read by that goroutine and by Next.
+	// made, in Unix nanoseconds: written by a goroutine about to reserve,
+	// before its compare-and-swap, so that the running goroutine that
+	// takes the reservation sees it (see Trigger.finish), and read by that
+	// goroutine and by Next. A caller whose compare-and-swap fails may have
+	// written it too: it was reserving the same run at the same time.
 	reservedAt atomic.Int64
+
+	// hurried is the arming that Shutdown replaced by one due now: it is
+	// not counted superseded when it is killed.
+	hurried atomic.Pointer[shot]
 }
 
 // collect reads the counters, each counter that another one bounds before
@@ -262,10 +274,27 @@ func (o *observer) noteReserve(due int64) {
 	o.reservedAt.Store(due)
 }
 
-// supersede counts an arming superseded before it started the Func.
+// supersede counts an arming superseded before it started the Func. The
+// caller holds a reference to sh.
 func (o *observer) supersede(sh *shot) {
+	if o.hurried.Load() == sh && o.hurried.CompareAndSwap(sh, nil) {
+		return
+	}
 	o.superseded.Add(1)
 	if o.f != nil {
 		o.f(TriggerEvent{Kind: ArmingSuperseded, Due: unixNano(sh.due.Load())})
+	}
+}
+
+// dropped counts the run owed after the run in flight, if the state s the
+// caller replaced had one, as superseded: an arming whose timer fired
+// during the run (see enter), or a Fire made during it.
+func (o *observer) dropped(s uint32) {
+	if !reserved(s) {
+		return
+	}
+	o.superseded.Add(1)
+	if o.f != nil {
+		o.f(TriggerEvent{Kind: ArmingSuperseded, Due: unixNano(o.reservedAt.Load())})
 	}
 }

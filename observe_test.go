@@ -229,6 +229,7 @@ func TestObserverPanics(t *testing.T) {
 			assert.True(t, ends[0].Panicked)
 			assert.Nil(t, ends[0].Panic, "the panic goes on: nobody recovered it")
 			assert.Equal(t, []any{"boom"}, rs.panics())
+			assert.Equal(t, circulation.TriggerStats{Runs: 1, Panics: 1, Fires: 1}, tr.Stats())
 		})
 	})
 	t.Run("Goexit", func(t *testing.T) {
@@ -251,7 +252,7 @@ func TestObserverPanics(t *testing.T) {
 func TestObserverCoalescedAndSuperseded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ev := &trace{start: time.Now()}
-		fs := &fakeScheduler{}
+		fs := &fakeScheduler{stopLie: true}
 		tr := circulation.Bind(fs, func(ctx context.Context) (time.Duration, bool) { return 0, false },
 			circulation.WithObserver(ev.observe))
 
@@ -264,21 +265,22 @@ func TestObserverCoalescedAndSuperseded(t *testing.T) {
 
 		tr.FireAfter(time.Hour)      // supersedes the Fire's arming, due now
 		tr.FireAfter(2 * time.Hour)  // supersedes the hour
-		tr.FireWithin(3 * time.Hour) // keeps the two hours
-		tr.Suspend()                 // supersedes the two hours
+		tr.FireWithin(3 * time.Hour) // replaces the two hours: armed before the first FireWithin, it has no due time to compare
+		tr.FireWithin(4 * time.Hour) // keeps the three hours
+		tr.Suspend()                 // supersedes the three hours
 		sup := stripMono(ev.of(circulation.ArmingSuperseded))
-		require.Len(t, sup, 3)
-		assert.Equal(t, []time.Time{ev.at(0), ev.at(time.Hour), ev.at(2 * time.Hour)},
-			[]time.Time{sup[0].Due, sup[1].Due, sup[2].Due})
-		assert.Len(t, ev.of(circulation.FireCoalesced), 3, "the FireWithin joined the pending arming")
+		require.Len(t, sup, 4)
+		assert.Equal(t, []time.Time{ev.at(0), ev.at(time.Hour), ev.at(2 * time.Hour), ev.at(3 * time.Hour)},
+			[]time.Time{sup[0].Due, sup[1].Due, sup[2].Due, sup[3].Due})
+		assert.Len(t, ev.of(circulation.FireCoalesced), 3, "the second FireWithin joined the pending arming")
 
-		// A superseded arming's callback that the Scheduler still delivers
-		// (its Stop lied, or it was already on its way) is not counted again.
+		// The superseded armings' callbacks, delivered all the same (this
+		// Scheduler's Stop lies), change nothing and are not counted again.
 		for _, ft := range fs.armed() {
 			ft.release()
 		}
 		assert.Empty(t, ev.of(circulation.RunStarted))
-		assert.Equal(t, circulation.TriggerStats{Fires: 6, Coalesced: 3, Superseded: 3}, tr.Stats())
+		assert.Equal(t, circulation.TriggerStats{Fires: 7, Coalesced: 3, Superseded: 4}, tr.Stats())
 		require.NoError(t, tr.Stop(context.Background()))
 	})
 }
@@ -308,6 +310,165 @@ func TestObserverSupersededAfterTheCallbackBegan(t *testing.T) {
 		assert.Len(t, ev.of(circulation.RunStarted), 1)
 		assert.Equal(t, uint64(2), tr.Stats().Superseded)
 		require.NoError(t, tr.Stop(context.Background()))
+	})
+}
+
+// An arming whose timer fires during a run becomes a run owed after it,
+// due when the timer fired; a later call that drops it reports it
+// superseded.
+func TestObserverOwedRuns(t *testing.T) {
+	t.Run("ArmingDuringARun", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			var k atomic.Int32
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+				if k.Add(1) == 1 {
+					time.Sleep(2 * time.Second)
+				}
+				return 0, false
+			}, circulation.WithObserver(ev.observe))
+			defer tr.Stop(context.Background())
+			tr.Fire()
+			synctest.Wait()           // the run is in flight
+			tr.FireAfter(time.Second) // falls due during it
+			time.Sleep(time.Hour)
+			starts := stripMono(ev.of(circulation.RunStarted))
+			require.Len(t, starts, 2)
+			assert.Equal(t, ev.at(time.Second), starts[1].Due)
+			assert.Equal(t, ev.at(2*time.Second), starts[1].Start)
+		})
+	})
+	t.Run("Dropped", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			release := make(chan struct{})
+			var k atomic.Int32
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+				if k.Add(1) == 1 {
+					<-release
+				}
+				return 0, false
+			}, circulation.WithObserver(ev.observe))
+			tr.Fire()
+			synctest.Wait() // the run is in flight
+			tr.FireAfter(time.Second)
+			time.Sleep(2 * time.Second) // the arming fell due: a run is owed
+			tr.Suspend()                // drops it
+			close(release)
+			require.NoError(t, tr.Stop(context.Background()))
+			sup := stripMono(ev.of(circulation.ArmingSuperseded))
+			require.Len(t, sup, 1)
+			assert.Equal(t, ev.at(time.Second), sup[0].Due)
+			assert.Equal(t, int32(1), k.Load())
+			assert.Equal(t, circulation.TriggerStats{Runs: 1, Fires: 2, Superseded: 1}, tr.Stats())
+		})
+	})
+	t.Run("FireWithinJoins", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			var tr *circulation.Trigger
+			var k atomic.Int32
+			tr = circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+				if k.Add(1) == 1 {
+					tr.FireWithin(0) // due now, during the run: owed after it
+					tr.FireWithin(0) // joins what is owed
+				}
+				return 0, false
+			}, circulation.WithObserver(ev.observe))
+			defer tr.Stop(context.Background())
+			tr.Fire()
+			time.Sleep(time.Second)
+			joined := ev.of(circulation.FireCoalesced)
+			require.Len(t, joined, 2)
+			assert.True(t, joined[0].Running && joined[1].Running)
+			assert.Equal(t, circulation.TriggerStats{Runs: 2, Fires: 3, Coalesced: 2}, tr.Stats())
+		})
+	})
+}
+
+// Shutdown hurries the pending arming: its run is due when Shutdown was
+// called, and it is not superseded.
+func TestObserverShutdown(t *testing.T) {
+	t.Run("Idle", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) { return time.Second, true },
+				circulation.WithObserver(ev.observe))
+			tr.FireAfter(time.Hour)
+			time.Sleep(time.Second)
+			require.NoError(t, tr.Shutdown(context.Background()))
+			starts := stripMono(ev.of(circulation.RunStarted))
+			require.Len(t, starts, 1)
+			assert.Equal(t, ev.at(time.Second), starts[0].Due)
+			assert.Equal(t, ev.at(time.Second), starts[0].Start)
+			assert.Empty(t, ev.of(circulation.ArmingSuperseded))
+			ends := ev.of(circulation.RunEnded)
+			require.Len(t, ends, 1)
+			assert.True(t, ends[0].Superseded, "closed: the answer is ignored")
+		})
+	})
+	t.Run("DuringARun", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			release := make(chan struct{})
+			var k atomic.Int32
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+				if k.Add(1) == 1 {
+					<-release
+				}
+				return 0, false
+			}, circulation.WithObserver(ev.observe))
+			tr.Fire()
+			synctest.Wait() // the run is in flight
+			tr.FireAfter(time.Hour)
+			time.Sleep(time.Second)
+			done := make(chan error)
+			go func() { done <- tr.Shutdown(context.Background()) }()
+			synctest.Wait()
+			assert.Equal(t, ev.at(time.Second), tr.Next().Round(0), "owed after the run in flight, from now")
+			time.Sleep(time.Second)
+			close(release)
+			require.NoError(t, <-done)
+			starts := stripMono(ev.of(circulation.RunStarted))
+			require.Len(t, starts, 2)
+			assert.Equal(t, ev.at(time.Second), starts[1].Due)
+			assert.Equal(t, ev.at(2*time.Second), starts[1].Start)
+			assert.Empty(t, ev.of(circulation.ArmingSuperseded))
+			assert.Equal(t, uint64(0), tr.Stats().Superseded)
+		})
+	})
+}
+
+// Observing a Trigger does not change when its Func runs: FireWithin
+// still replaces an arming made before the Trigger's first FireWithin.
+func TestObservingChangesNothing(t *testing.T) {
+	for _, opts := range [][]circulation.Option{nil, {circulation.WithStats()}, {circulation.WithObserver(func(circulation.TriggerEvent) {})}} {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			var ranAt atomic.Int64
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+				ranAt.Store(int64(time.Since(start)))
+				return 0, false
+			}, opts...)
+			tr.FireAfter(time.Second)
+			tr.FireWithin(10 * time.Second)
+			time.Sleep(time.Minute)
+			assert.Equal(t, 10*time.Second, time.Duration(ranAt.Load()))
+			require.NoError(t, tr.Stop(context.Background()))
+		})
+	}
+}
+
+// A Fire's arming started as a goroutine of its own (no delay, on the
+// runtime's timers), superseded before the goroutine began, is counted
+// once.
+func TestObserverGoShotCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) { return 0, false }, circulation.WithStats())
+		tr.Fire()               // a goroutine, not begun yet
+		tr.FireAfter(time.Hour) // supersedes it
+		require.NoError(t, tr.Stop(context.Background()))
+		assert.Equal(t, circulation.TriggerStats{Fires: 2, Superseded: 2}, tr.Stats())
 	})
 }
 
@@ -369,6 +530,8 @@ func TestTriggerNext(t *testing.T) {
 			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) { return 0, false })
 			tr.FireAfter(time.Hour)
 			assert.True(t, tr.Next().IsZero(), "no due times recorded")
+			tr.FireWithin(time.Minute)
+			assert.True(t, tr.Next().IsZero(), "FireWithin's due times are its own")
 			assert.Equal(t, circulation.TriggerStats{}, tr.Stats())
 			require.NoError(t, tr.Stop(context.Background()))
 		})
@@ -406,56 +569,57 @@ func TestObservedFireAllocatesNothing(t *testing.T) {
 }
 
 // TestStressObserver fires, suspends and closes a Trigger from several
-// goroutines and checks what the observer saw against the Trigger's
-// counters: runs' trace never overlap and come in order, every counted
-// coalesced fire and superseded arming was reported once, and every
-// snapshot keeps its bounds.
+// goroutines and checks what the observer saw against what happened: the
+// runs' events never overlap and come in order, the runs and fires the
+// Trigger counted are the ones its Func and its callers counted on their
+// own, and every snapshot keeps its bounds.
 func TestStressObserver(t *testing.T) {
-	var (
-		mu        sync.Mutex
-		inRun     bool
-		lastRun   uint64
-		bad       []string
-		joined    atomic.Uint64
-		dropped   atomic.Uint64
-		startedEv atomic.Uint64
-	)
-	fail := func(s string) { mu.Lock(); bad = append(bad, s); mu.Unlock() }
-	observe := func(e circulation.TriggerEvent) {
-		switch e.Kind {
-		case circulation.RunStarted:
-			mu.Lock()
-			if inRun || e.Run != lastRun+1 {
-				bad = append(bad, "run trace out of order")
-			}
-			inRun, lastRun = true, e.Run
-			mu.Unlock()
-			startedEv.Add(1)
-		case circulation.RunEnded:
-			mu.Lock()
-			if !inRun || e.Run != lastRun {
-				bad = append(bad, "RunEnded without its RunStarted")
-			}
-			inRun = false
-			mu.Unlock()
-		case circulation.FireCoalesced:
-			joined.Add(1)
-		case circulation.ArmingSuperseded:
-			dropped.Add(1)
-		}
-	}
 	for _, sc := range []struct {
 		name string
 		s    circulation.Scheduler
 	}{{"runtime", nil}, {"chaos", chaosScheduler{}}} {
 		t.Run(sc.name, func(t *testing.T) {
-			lastRun, inRun = 0, false
-			joined.Store(0)
-			dropped.Store(0)
-			startedEv.Store(0)
+			var (
+				mu      sync.Mutex
+				inRun   bool
+				lastRun uint64
+				bad     []string
+				started atomic.Uint64 // RunStarted events
+				ended   atomic.Uint64 // RunEnded events
+				ran     atomic.Uint64 // calls of the Func, counted by the Func
+				fires   atomic.Uint64 // calls of Fire, FireAfter and FireWithin, counted by their callers
+			)
+			fail := func(s string) { mu.Lock(); bad = append(bad, s); mu.Unlock() }
+			observe := func(e circulation.TriggerEvent) {
+				switch e.Kind {
+				case circulation.RunStarted:
+					mu.Lock()
+					if inRun || e.Run != lastRun+1 {
+						bad = append(bad, "run events out of order")
+					}
+					inRun, lastRun = true, e.Run
+					mu.Unlock()
+					started.Add(1)
+				case circulation.RunEnded:
+					mu.Lock()
+					if !inRun || e.Run != lastRun {
+						bad = append(bad, "RunEnded without its RunStarted")
+					}
+					inRun = false
+					mu.Unlock()
+					ended.Add(1)
+				}
+			}
+			signal := make(chan struct{}, 1)
 			var tr *circulation.Trigger
 			tr = circulation.Bind(sc.s, func(ctx context.Context) (time.Duration, bool) {
+				ran.Add(1)
+				select {
+				case signal <- struct{}{}:
+				default:
+				}
 				if rand.IntN(8) == 0 {
+					fires.Add(1)
 					tr.FireWithin(time.Duration(rand.IntN(50)) * time.Microsecond)
 				}
 				return time.Duration(rand.IntN(100)) * time.Microsecond, rand.IntN(3) == 0
@@ -474,15 +638,19 @@ func TestStressObserver(t *testing.T) {
 						}
 						switch (i + g) % 5 {
 						case 0, 1:
+							fires.Add(1)
 							tr.Fire()
 						case 2:
+							fires.Add(1)
 							tr.FireAfter(time.Duration(rand.IntN(200)) * time.Microsecond)
 						case 3:
+							fires.Add(1)
 							tr.FireWithin(time.Duration(rand.IntN(200)) * time.Microsecond)
 						case 4:
 							if rand.IntN(10) == 0 {
 								tr.Suspend()
 							}
+							runtime.Gosched()
 						}
 						if i%64 == 0 {
 							st := tr.Stats()
@@ -496,15 +664,26 @@ func TestStressObserver(t *testing.T) {
 			time.Sleep(300 * ms)
 			close(stop)
 			wg.Wait()
+			// At least one run, whatever the storm let through.
+			select {
+			case <-signal:
+			default:
+			}
+			fires.Add(1)
+			tr.Fire()
+			<-signal
 			require.NoError(t, tr.Close(context.Background()))
 			st := tr.Stats()
+			mu.Lock()
 			assert.Empty(t, bad)
-			assert.NotZero(t, st.Runs)
-			assert.Equal(t, st.Runs, startedEv.Load())
-			assert.Equal(t, st.Coalesced, joined.Load())
-			assert.Equal(t, st.Superseded, dropped.Load())
+			mu.Unlock()
+			assert.Equal(t, ran.Load(), st.Runs, "runs counted by the Trigger and by the Func")
+			assert.Equal(t, ran.Load(), started.Load())
+			assert.Equal(t, ran.Load(), ended.Load())
+			assert.Equal(t, fires.Load(), st.Fires, "fires counted by the Trigger and by its callers")
 			assert.NotZero(t, st.Coalesced)
 			assert.NotZero(t, st.Superseded)
+			assert.LessOrEqual(t, st.Coalesced, st.Fires)
 			assert.False(t, st.Running)
 		})
 	}

@@ -47,11 +47,9 @@ func (t *Trigger) loop(due int64) {
 	}()
 	for {
 		next, ok := t.iterate(due)
-		s, x := t.finish(ok)
+		s, x, at := t.finish(ok)
 		if x == exitAgain {
-			if o := t.obs(); o != nil {
-				due = o.reservedAt.Load()
-			}
+			due = at
 			continue
 		}
 		// The running bit is given up: from here on, abort would take it
@@ -76,26 +74,16 @@ func (t *Trigger) loop(due int64) {
 // without calling the Func, so that every call made meanwhile is handled as
 // during a run.
 func (t *Trigger) iterate(due int64) (next time.Duration, ok bool) {
-	if e := t.ext; e != nil && e.minInterval > 0 {
-		now := time.Now()
-		if wait := e.lastStart.Add(e.minInterval).Sub(now); !e.lastStart.IsZero() && wait > 0 && !closed(t.state.Load()) {
+	if e := t.ext; e != nil {
+		if wait, soon := t.tooSoon(e); soon {
 			return wait, true
 		}
-		e.lastStart = now
+		if e.obs != nil {
+			return t.observed(e.obs, due)
+		}
 	}
-	var ctx context.Context
-	var c *cancelContext
-	if t.ext != nil && t.ext.parent != nil {
-		p := &parentedContext{parent: t.ext.parent}
-		ctx, c = p, &p.cancelContext
-	} else {
-		c = new(cancelContext)
-		ctx = c
-	}
+	ctx, c := t.runContext()
 	t.begin(c)
-	if o := t.obs(); o != nil {
-		return t.observed(o, ctx, c, due)
-	}
 	defer t.end(c)
 	if t.onPanic != nil {
 		defer func() {
@@ -108,48 +96,126 @@ func (t *Trigger) iterate(due int64) (next time.Duration, ok bool) {
 	return t.f(ctx)
 }
 
-// observed is the rest of iterate for a Trigger with WithStats or
-// WithObserver: it counts the run, and reports its start and its end.
-func (t *Trigger) observed(o *observer, ctx context.Context, c *cancelContext, due int64) (next time.Duration, ok bool) {
-	defer t.end(c)
-	ev := TriggerEvent{Run: o.runs.Add(1), Due: unixNano(due)}
-	if o.f != nil {
-		ev.Kind, ev.Start = RunStarted, time.Now()
-		o.f(ev)
+// tooSoon reports whether the run about to start must wait for
+// WithMinInterval, and how long; if it need not, it records its start. Only
+// the goroutine holding the running bit calls it.
+func (t *Trigger) tooSoon(e *extra) (time.Duration, bool) {
+	if e.minInterval <= 0 {
+		return 0, false
 	}
-	returned := false
-	defer func() {
-		var r any
-		if !returned {
-			o.panics.Add(1)
-			next, ok = 0, false
-			if t.onPanic != nil {
-				r = recover() // nil for runtime.Goexit, which goes on
-			}
-		}
-		if o.f != nil {
-			ev.Kind, ev.Duration = RunEnded, time.Since(ev.Start)
-			ev.Next, ev.Again = next, ok
-			ev.Superseded = superseded(t.state.Load()) || closed(t.state.Load())
-			ev.Panicked, ev.Panic = !returned, r
-			o.f(ev)
-		}
-		if r != nil {
-			t.onPanic(r)
-		}
-	}()
-	next, ok = t.f(ctx)
-	returned = true
-	return next, ok
+	now := time.Now()
+	if wait := e.lastStart.Add(e.minInterval).Sub(now); !e.lastStart.IsZero() && wait > 0 && !closed(t.state.Load()) {
+		return wait, true
+	}
+	e.lastStart = now
+	return 0, false
 }
 
-// finish publishes the end of an iteration (see finish in state.go).
-func (t *Trigger) finish(ok bool) (uint32, exit) {
+// runContext returns a fresh context for a run, and its cancelContext.
+func (t *Trigger) runContext() (context.Context, *cancelContext) {
+	if t.ext != nil && t.ext.parent != nil {
+		p := &parentedContext{parent: t.ext.parent}
+		return p, &p.cancelContext
+	}
+	c := new(cancelContext)
+	return c, c
+}
+
+// observed is the rest of iterate for a Trigger with WithStats or
+// WithObserver: it counts the run, and reports its start and its end. The
+// events are reported from frames of their own, and what they need is kept
+// in one small record, so that the Func's frames sit as little deeper as
+// they can on the run's goroutine, whose stack would otherwise grow.
+func (t *Trigger) observed(o *observer, due int64) (time.Duration, bool) {
+	r := observedRun{o: o, run: o.runs.Add(1), due: due}
+	if o.f != nil {
+		r.start = o.started(r.run, due)
+	}
+	t.call(&r)
+	if r.returned && o.f != nil { // else the panic's unwinding reported it
+		s := t.state.Load()
+		o.ended(&r, superseded(s) || closed(s), nil)
+	}
+	return r.next, r.ok
+}
+
+// An observedRun is what observed, call and unwound share of a run.
+type observedRun struct {
+	o        *observer
+	run      uint64
+	due      int64
+	start    time.Time
+	next     time.Duration
+	ok       bool
+	returned bool // the Func returned: it neither panicked nor called runtime.Goexit
+}
+
+// call is iterate's call of the Func for an observed run. If the Func
+// panics or calls runtime.Goexit, its deferred call counts the panic and
+// reports the run's end.
+func (t *Trigger) call(r *observedRun) {
+	ctx, c := t.runContext()
+	t.begin(c)
+	defer t.end(c)
+	defer t.unwound(r)
+	r.next, r.ok = t.f(ctx)
+	r.returned = true
+}
+
+// unwound is call's deferred call, and the one that recovers a panic of
+// the Func for the panic handler: it counts the panic, reports the run's
+// end, then hands the panic to the handler, as iterate does without an
+// observer.
+func (t *Trigger) unwound(r *observedRun) {
+	if r.returned {
+		return
+	}
+	r.o.panics.Add(1)
+	r.next, r.ok = 0, false
+	var p any
+	if t.onPanic != nil {
+		p = recover() // nil for runtime.Goexit, which goes on
+	}
+	if r.o.f != nil {
+		s := t.state.Load()
+		r.o.ended(r, superseded(s) || closed(s), p)
+	}
+	if p != nil {
+		t.onPanic(p)
+	}
+}
+
+// started reports the start of run, due at due, and returns its start.
+func (o *observer) started(run uint64, due int64) time.Time {
+	start := time.Now()
+	o.f(TriggerEvent{Kind: RunStarted, Run: run, Due: unixNano(due), Start: start})
+	return start
+}
+
+// ended reports the end of run r, which panicked with p if it did not
+// return.
+func (o *observer) ended(r *observedRun, superseded bool, p any) {
+	o.f(TriggerEvent{
+		Kind: RunEnded, Run: r.run, Due: unixNano(r.due), Start: r.start, Duration: time.Since(r.start),
+		Next: r.next, Again: r.ok, Superseded: superseded, Panicked: !r.returned, Panic: p,
+	})
+}
+
+// finish publishes the end of an iteration (see finish in state.go). With
+// an observer, it also returns when the reservation it takes, if any, was
+// made: read after the state that shows the reservation, whose writer
+// stored the time before publishing it.
+func (t *Trigger) finish(ok bool) (uint32, exit, int64) {
+	o := t.obs()
 	for {
 		s := t.state.Load()
+		var at int64
+		if o != nil && reserved(s) {
+			at = o.reservedAt.Load()
+		}
 		n, x := finish(s, ok)
 		if t.state.CompareAndSwap(s, n) {
-			return n, x
+			return n, x, at
 		}
 	}
 }

@@ -27,7 +27,7 @@ type shot struct {
 	version atomic.Uint32 // written by newShot; read by the callback, settle, disarm and coalesce
 	flags   atomic.Uint32
 	refs    atomic.Int32
-	due     atomic.Int64 // Unix nanoseconds, when Trigger.timed; zero: unknown. Written by newShot; read by FireWithin
+	due     atomic.Int64 // Unix nanoseconds, when Trigger.timed or observed; zero: unknown. Written by newShot; read by FireWithin, Next and the observer
 	timer   Timer        // written by arm before the shot reaches the slot; read by its owner
 	fire    func()       // the callback, sh.run bound once so recycled shots need no new closure
 }
@@ -38,11 +38,12 @@ const (
 	shotNow                        // armed with no delay: a Fire may coalesce into it (see coalesce)
 	shotGo                         // started as a goroutine, not on its timer: Stop cannot cancel it (see arm)
 	shotAgain                      // armed by a reassert: if superseded before it is placed, it does not reassert again (see place)
+	shotTimed                      // armed once the Trigger had a FireWithin: its due time is FireWithin's to compare (see keep)
 )
 
-// newShot returns a shot for version v, due at due, holding both
-// references.
-func (t *Trigger) newShot(v uint32, d time.Duration, due int64, again uint32) *shot {
+// newShot returns a shot for version v, due at due, with the flags extra
+// (shotAgain, shotTimed), holding both references.
+func (t *Trigger) newShot(v uint32, d time.Duration, due int64, extra uint32) *shot {
 	var sh *shot
 	if t.recycle {
 		sh = t.spare.Swap(nil)
@@ -55,11 +56,11 @@ func (t *Trigger) newShot(v uint32, d time.Duration, due int64, again uint32) *s
 	sh.due.Store(due)
 	switch {
 	case d == 0 && t.recycle:
-		sh.flags.Store(shotNow | shotGo | again) // arm starts it as a goroutine
+		sh.flags.Store(shotNow | shotGo | extra) // arm starts it as a goroutine
 	case d == 0:
-		sh.flags.Store(shotNow | again)
-	case again != 0:
-		sh.flags.Store(again)
+		sh.flags.Store(shotNow | extra)
+	case extra != 0:
+		sh.flags.Store(extra)
 	}
 	sh.refs.Store(2)
 	return sh
@@ -152,6 +153,9 @@ func (t *Trigger) armFlags(v uint32, d time.Duration, again uint32) {
 	var due int64
 	if t.timed.Load() {
 		due = dueAt(d)
+		again |= shotTimed
+	} else if t.ext != nil && t.ext.obs != nil {
+		due = dueAt(d) // for Next and the observer only: FireWithin does not compare it
 	}
 	if d > 0 && t.recycle && t.rearmPending(v, d, due, again) {
 		return
@@ -182,7 +186,7 @@ func (t *Trigger) armFlags(v uint32, d time.Duration, again uint32) {
 // arming had. That spares arm a shot from the spare slot, two updates of
 // live and the recycling of the stale shot. It reports whether it armed v,
 // or found that a later call superseded v, so that arm has nothing to do.
-func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64, again uint32) bool {
+func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64, extra uint32) bool {
 	old := t.pending.Swap(nil)
 	if old == nil {
 		return false
@@ -198,7 +202,7 @@ func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64, again uint3
 	}
 	old.version.Store(v)
 	old.due.Store(due)
-	old.flags.Store(again)
+	old.flags.Store(extra)
 	old.timer.(*time.Timer).Reset(d)
 	t.place(old)
 	return true
@@ -269,7 +273,7 @@ func (t *Trigger) place(sh *shot) {
 	switch {
 	case version(s) != v:
 		t.disarm()
-		if within(s) && due != 0 && f&shotAgain == 0 {
+		if within(s) && f&(shotTimed|shotAgain) == shotTimed {
 			t.reassert(due)
 		}
 	case closed(s) && !now:

@@ -88,7 +88,6 @@ func Bind(s Scheduler, f Func, opts ...Option) *Trigger {
 	}
 	if o.stats {
 		t.ext.obs = &observer{f: o.observe}
-		t.timed.Store(true)
 	}
 	if o.ctx != nil {
 		if o.ctx.Err() != nil {
@@ -133,13 +132,13 @@ func (t *Trigger) FireAfter(d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
+	o := t.obs()
 	for {
 		s := t.state.Load()
 		if closed(s) {
 			return
 		}
 		if d == 0 && running(s) {
-			o := t.obs()
 			if o != nil && !reserved(s) {
 				o.noteReserve(0)
 			}
@@ -156,7 +155,7 @@ func (t *Trigger) FireAfter(d time.Duration) {
 		if d == 0 {
 			switch t.coalesce(s) {
 			case coalesced:
-				if o := t.obs(); o != nil {
+				if o != nil {
 					o.fired(true, false)
 				}
 				return
@@ -166,8 +165,9 @@ func (t *Trigger) FireAfter(d time.Duration) {
 		}
 		n := advance(s)
 		if t.state.CompareAndSwap(s, n) {
-			if o := t.obs(); o != nil {
+			if o != nil {
 				o.fired(false, false)
+				o.dropped(s)
 			}
 			t.arm(version(n), d)
 			return
@@ -184,6 +184,9 @@ func (t *Trigger) Suspend() {
 		s := t.state.Load()
 		n := suspend(s)
 		if t.state.CompareAndSwap(s, n) {
+			if o := t.obs(); o != nil {
+				o.dropped(s)
+			}
 			t.disarm()
 			if running(s) {
 				if testHookSuspend != nil {
@@ -259,11 +262,20 @@ func (t *Trigger) Shutdown(ctx context.Context) error {
 func (t *Trigger) flush(s uint32) bool {
 	p := t.pending.Load()
 	hurry := p != nil && p.version.Load() == version(s) && p.flags.Load()&(shotClaimed|shotDead|shotNow) == 0
-	if o := t.obs(); o != nil && hurry && running(s) && !reserved(s) {
-		o.noteReserve(p.due.Load())
+	o := t.obs()
+	if o != nil && hurry {
+		// The hurried arming is replaced by one due now, or by a
+		// reservation made now: its run is not superseded.
+		if running(s) && !reserved(s) {
+			o.noteReserve(0)
+		}
+		o.hurried.Store(p)
 	}
 	n := shutdown(s, hurry)
 	if !t.state.CompareAndSwap(s, n) {
+		if o != nil && hurry {
+			o.hurried.CompareAndSwap(p, nil)
+		}
 		return false
 	}
 	if hurry {
@@ -282,6 +294,9 @@ func (t *Trigger) close() {
 	for {
 		s := t.state.Load()
 		if t.state.CompareAndSwap(s, closeNow(s)) {
+			if o := t.obs(); o != nil {
+				o.dropped(s)
+			}
 			t.disarm()
 			if running(s) {
 				t.cancelRun()

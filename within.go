@@ -111,11 +111,10 @@ func (t *Trigger) firedWithin(again, joined, running bool) {
 func (t *Trigger) keep(s uint32, due int64) coalescing {
 	v := version(s)
 	sooner := func(p *shot) bool {
-		if p.version.Load() != v || p.flags.Load()&(shotClaimed|shotDead) != 0 {
+		if p.version.Load() != v || p.flags.Load()&(shotClaimed|shotDead|shotTimed) != shotTimed {
 			return false
 		}
-		d := p.due.Load()
-		return d != 0 && d <= due
+		return p.due.Load() <= due
 	}
 	p := t.pending.Load()
 	if p == nil || !sooner(p) {
