@@ -68,6 +68,9 @@ func (t *Trigger) fireWithin(due int64, again bool) {
 		case retry:
 			continue
 		}
+		if testHookKeep != nil {
+			testHookKeep()
+		}
 		d := time.Duration(due - time.Now().UnixNano())
 		if d <= 0 && running(s) {
 			if t.state.CompareAndSwap(s, reserve(s)) {
@@ -78,6 +81,9 @@ func (t *Trigger) fireWithin(due int64, again bool) {
 		}
 		n := advanceWithin(s)
 		if t.state.CompareAndSwap(s, n) {
+			if od, ok := t.superseded(s, due); ok {
+				due, d = od, time.Duration(od-time.Now().UnixNano())
+			}
 			var f uint32
 			if again {
 				f = shotAgain
@@ -113,4 +119,28 @@ func (t *Trigger) keep(s uint32, due int64) coalescing {
 		return notCoalesced
 	}
 	return coalesced
+}
+
+// superseded is what fireWithin does after publishing over the state s: it
+// looks at the arming of s that it superseded, if that arming's timer has
+// reached the pending slot since keep looked, and reports its due time if
+// it is due sooner than due. The new arming then takes that time: earliest
+// wins, and the arming's own call may have returned already. An arming
+// whose timer had not reached the slot asks again when it does (see
+// place). A claimed shot has started its callback: it is taken only if
+// within(s) says that its callback has not entered yet (enter clears the
+// bit), since one that has entered may have run already.
+func (t *Trigger) superseded(s uint32, due int64) (int64, bool) {
+	p := t.pending.Load()
+	if p == nil || p.version.Load() != version(s) {
+		return 0, false
+	}
+	f, od := p.flags.Load(), p.due.Load()
+	if f&shotDead != 0 || f&shotClaimed != 0 && !within(s) || od == 0 || od >= due {
+		return 0, false
+	}
+	if p.version.Load() != version(s) { // recycled meanwhile: od may be another arming's
+		return 0, false
+	}
+	return od, true
 }
