@@ -10,8 +10,8 @@
 # number of CPUs) at a time: about 20 seconds on two cores with a load of 2.
 # OPS=2 is out of reach: it ran out of 16 GB after 268 million states (no
 # violation by then). By hand, without storms and the shape calls (STORM=0
-# SHAPE=0), OPS=2
-# START=30 stores 23 million states in 1.3 GB and 35 seconds with gcc -O2.
+# SHAPE=0), OPS=2 START=30 stores 23 million states in 1.3 GB and 35
+# seconds with gcc -O2.
 set -eu
 ops=${OPS:-1}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 1)}
