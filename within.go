@@ -25,7 +25,9 @@ import (
 // before the Trigger's first FireWithin has no due time recorded and is
 // replaced. When calls race, an arming superseded by a FireWithin before
 // the two could be compared asks again for its own time, once, as a
-// FireWithin would, so the sooner is kept; such a request can win over a
+// FireWithin would, so the sooner is kept (if it reached the pending slot
+// only after the FireWithin looked there, the FireWithin's arming takes
+// its time instead, when it is sooner); such a request can win over a
 // FireAfter made during the race, which then runs sooner than it asked. If
 // that second arming is itself superseded before it could be compared, it
 // does not ask again, and the later time may win.
