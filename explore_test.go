@@ -15,6 +15,10 @@ package circulation
 // distinct complete executions the exploration covers. Worlds that differ
 // only in which actor is which are remembered as one (see exKey).
 //
+// An interleaving that comes back to a world it has been in, or that goes
+// on for exMaxDepth steps (its versions moving on, so that no world
+// repeats), is a livelock.
+//
 // When a check fails, the explorer searches the failing configuration again
 // breadth first and prints a shortest failing interleaving, step by step,
 // with the state word after each step in hex and in bits.
