@@ -114,7 +114,8 @@ const (
 	phCloseCAS          // closeNow; then cancelRun as Suspend's
 	phShutdownLoad      // Shutdown, or the hurry of place() (again)
 	phShutdownCAS       // flush: shutdown(s, hurry), hurry a choice when a current delayed timer is unclaimed
-	phPlace             // place() of an arming, after its timer started: reassert if stale and within, hurry if current on a closed Trigger
+	phSettle            // place() of an arming, after its timer started: settle puts the shot in the pending slot
+	phPlace             // place(): load the state; reassert if stale and within, hurry if current on a closed Trigger
 	phClaim             // a timer callback: shot.run's claim and shotDead check
 	phStartLoad         // Trigger.start
 	phStartCAS          //
@@ -170,6 +171,7 @@ type exActor struct {
 	wsup  bool   // owner: only FireWithin calls published since its iteration began (its answer competes)
 	again bool   // phWithin*: a reassert, not a FireWithin; phShutdown*: the hurry of place(), not Shutdown
 	due   uint8  // timer, placer: when the arming is due; phWithin*: the time asked for (see dueNow)
+	owe   uint8  // placer, phWithin* with again: 1 + the time the FireWithin whose call this is asked for (see promise)
 	sv    uint64 // timer: the serial of its version; owner: the iteration's; phSuspendState: the iteration cur held
 	seen  uint32 // the state the actor's last Load returned, while it uses it
 }
@@ -204,41 +206,44 @@ func (x *explorer) choices(w *exWorld, i int) int {
 			return 0
 		}
 		return len(stormKs)
-	case phWithinLook:
-		if found, placed := x.pending(w, version(a.seen), false, &a.due); found && !placed {
-			return 2 // kept, if the arming placed its shot in the slot meanwhile
-		}
 	case phWithinCAS:
 		if running(a.seen) {
 			return 2 // advanceWithin, or reserve when the due time has passed
-		}
-	case phShutdownCAS:
-		if found, placed := x.pending(w, version(a.seen), true, nil); found && !placed {
-			return 2 // hurried, if the arming placed its shot in the slot meanwhile
 		}
 	}
 	return 1
 }
 
-// pending reports whether a timer of version v is unclaimed (and, if
-// delayed, armed with a delay; if due is not nil, due no later than *due):
-// what keep and flush look for in the pending slot. placed reports whether
-// its place() step is done: until then the shot is out of the slot.
-func (x *explorer) pending(w *exWorld, v uint32, delayed bool, due *uint8) (found, placed bool) {
+// pending reports whether the timer of version v is in the pending slot
+// and unclaimed (and, if delayed, armed with a delay; if due is not nil,
+// due no later than *due): what keep and flush look for there. A shot is
+// in the slot from its settle on (phSettle done). That leaves out a shot
+// that a disarm of a racing call has taken out of the slot for a moment:
+// that disarm puts it back with place, which reasserts or hurries as the
+// arming's own place does.
+func (x *explorer) pending(w *exWorld, v uint32, delayed bool, due *uint8) bool {
 	for i := range w.actors[:w.n] {
 		a := &w.actors[i]
-		if a.ph != phClaim || uint32(a.sv)&versionMask != v || delayed && a.now || due != nil && a.due > *due {
+		if a.ph != phClaim || uint32(a.sv)&versionMask != v || delayed && a.now || due != nil && x.later(a.due, *due) {
 			continue
 		}
-		placed = true
 		for j := range w.actors[:w.n] {
-			if b := &w.actors[j]; b.ph == phPlace && b.sv == a.sv {
-				placed = false
+			if b := &w.actors[j]; b.ph == phSettle && b.sv == a.sv {
+				return false
 			}
 		}
-		return true, placed
+		return true
 	}
-	return false, false
+	return false
+}
+
+// later reports whether a pending arming due at d is due later than the
+// time asked for: keep keeps it only if not.
+func (x *explorer) later(d, asked uint8) bool {
+	if x.flow == "keep compares due times the wrong way" {
+		return d < asked
+	}
+	return d > asked
 }
 
 // f's outcomes, the choices of phInF.
@@ -415,7 +420,7 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		}
 
 	case phWithinLook:
-		if found, _ := x.pending(w, version(a.seen), false, &a.due); found && c == 0 {
+		if found := x.pending(w, version(a.seen), false, &a.due); found {
 			a.ph = phWithinCheck
 		} else {
 			a.ph = phWithinCAS
@@ -438,7 +443,13 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 	case phWithinLookAgain:
 		// Still unclaimed: its callback has not begun, and will find the
 		// version unchanged unless a later call supersedes both. Kept.
-		if found, _ := x.pending(w, version(a.seen), false, &a.due); found {
+		if found := x.pending(w, version(a.seen), false, &a.due); found {
+			switch {
+			case !a.again:
+				x.promise(w, a.due, x.serial(w, a.seen))
+			case a.owe != 0:
+				x.promise(w, a.owe-1, x.serial(w, a.seen))
+			}
 			x.done(a)
 		} else {
 			a.ph = phWithinCAS // from the same load
@@ -452,13 +463,21 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 			}
 			return true
 		}
-		if !x.cas(w, a, x.t.advanceWithin(a.seen), phWithinLoad) {
+		seen := a.seen
+		if !x.cas(w, a, x.t.advanceWithin(seen), phWithinLoad) {
 			return true
 		}
-		a0due, a0again := a.due, a.again
+		a0due, a0again, owe := a.due, a.again, a.owe
+		if d, ok := x.superseded(w, seen, a.due); ok && x.flow != "FireWithin does not look at the arming it superseded" {
+			a0due = d
+		}
+		if !a.again {
+			owe = a.due + 1 // promised when the call returns, after its place
+		}
 		x.done(a)
 		x.publishedBy(w, armFire, w.ser, withinRuns)
 		x.armDue(w, false, a0due, a0again && x.flow != "a reassert's arming reasserts again")
+		w.actors[w.n-1].owe = owe
 
 	case phCloseCAS:
 		s := a.seen
@@ -470,25 +489,42 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		}
 
 	case phShutdownCAS:
-		found, _ := x.pending(w, version(a.seen), true, nil)
-		s, hurry := a.seen, found && c == 0
+		s, hurry := a.seen, x.pending(w, version(a.seen), true, nil)
 		if !x.cas(w, a, x.t.shutdown(s, hurry), phShutdownLoad) {
 			return true
 		}
 		x.done(a)
 		w.closedSer = w.ser
+		w.dl, w.dlV = 0, 0 // Shutdown runs what is arranged at once
 		if hurry && !running(s) {
 			x.arm(w, true)
 		}
+
+	case phSettle:
+		a.ph = phPlace
 
 	case phPlace:
 		v := uint32(a.sv) & versionMask
 		switch {
 		case version(w.s) != v && within(w.s) && !a.again:
-			*a = exActor{ph: phWithinLoad, again: true, due: a.due}
+			*a = exActor{ph: phWithinLoad, again: true, due: a.due, owe: a.owe}
 		case version(w.s) == v && closed(w.s) && !a.now:
 			*a = exActor{ph: phShutdownLoad, again: true, sv: a.sv}
 		default:
+			switch {
+			case version(w.s) == v && a.owe != 0:
+				x.promise(w, a.owe-1, a.sv)
+			case version(w.s) != v && within(w.s):
+				// A reassert's arming, superseded before it could be
+				// compared: it does not ask again, and the later time
+				// may win (see FireWithin). The times asked for so
+				// far are no longer promised.
+				w.dl, w.dlV = 0, 0
+			}
+			// A FireWithin whose arming was superseded before it
+			// returned promises nothing: a Fire, FireAfter or Suspend
+			// that did it came later and wins; for a reassert that
+			// did it, see above.
 			x.done(a)
 		}
 
@@ -504,6 +540,7 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		if !x.cas(w, a, n, phStartLoad) {
 			return true
 		}
+		x.met(w, a)
 		if e != entryRun {
 			x.done(a)
 			return true
@@ -671,7 +708,7 @@ func (x *explorer) armDue(w *exWorld, now bool, due uint8, again bool) {
 	w.actors[w.n] = exActor{ph: phClaim, sv: w.ser, now: now, due: due}
 	w.n++
 	if x.shape {
-		w.actors[w.n] = exActor{ph: phPlace, sv: w.ser, now: now, due: due, again: again}
+		w.actors[w.n] = exActor{ph: phSettle, sv: w.ser, now: now, due: due, again: again}
 		w.n++
 	}
 }
@@ -690,6 +727,10 @@ const (
 
 func (x *explorer) publishedBy(w *exWorld, k armKind, v uint64, runs int) {
 	w.last, w.lastV, w.served = k, v, false
+	if runs == supersedeRuns {
+		// Fire, FireAfter and Suspend supersede every time asked before.
+		w.dl, w.dlV = 0, 0
+	}
 	for i := range w.actors[:w.n] {
 		if a := &w.actors[i]; a.ph.owner() {
 			switch runs {
@@ -730,4 +771,89 @@ func (x *explorer) begin(w *exWorld, a *exActor) {
 		w.served = true
 	}
 	w.ran, w.lastRun = true, a.sv
+}
+
+// promise records that a FireWithin call has returned, having asked for a
+// run no later than due: the arming of serial v, which it made or kept, was
+// the latest when it returned. Until a run meets it, the earliest of the
+// times asked for since the latest Fire, FireAfter, Suspend or Close stands
+// (see met). A call is judged when it returns, after its place and any
+// reassert: until then its goroutine may stall between two steps for as
+// long as it likes.
+func (x *explorer) promise(w *exWorld, due uint8, v uint64) {
+	entered := true
+	for i := range w.actors[:w.n] {
+		if a := &w.actors[i]; a.sv == v && (a.ph == phClaim || a.ph == phStartLoad || a.ph == phStartCAS) {
+			entered = false
+		}
+	}
+	if entered {
+		return // the arming's timer has entered already: its run has begun, or is reserved
+	}
+	if w.dl == 0 || v < w.dlV {
+		w.dlV = v
+	}
+	if w.dl == 0 || due+1 < w.dl {
+		w.dl = due + 1
+	}
+}
+
+// serial returns the serial of the version of a state s loaded, a recent
+// one: the latest at or below w.ser.
+func (x *explorer) serial(w *exWorld, s uint32) uint64 {
+	return w.ser - uint64((version(w.s)-version(s))&versionMask)
+}
+
+// met is called when the timer of the latest arming enters, taking the
+// running bit or reserving the next run: its due time is when the Func
+// runs, or, if one is in flight, when the next run is owed. Earliest wins:
+// it must be due no later than every time asked for by the FireWithin
+// calls that returned since the latest Fire, FireAfter, Suspend or Close,
+// unless the Trigger is closed (Shutdown runs what it finds at once).
+func (x *explorer) met(w *exWorld, a *exActor) {
+	if w.dl == 0 || a.sv < w.dlV {
+		return
+	}
+	raced := false
+	for i := range w.actors[:w.n] {
+		if b := &w.actors[i]; (b.ph == phSettle || b.ph == phPlace) && b.again && b.sv != a.sv {
+			raced = true // a reassert's arming superseded before it could be compared (see phPlace)
+		}
+	}
+	if a.due+1 > w.dl && !closed(w.s) && !raced {
+		x.failf("earliest wins: the arming of v=%#x, due at %d, runs, but a FireWithin asked for %d", a.sv, a.due, w.dl-1)
+	}
+	w.dl, w.dlV = 0, 0
+}
+
+// superseded is fireWithin's look at the arming it superseded, right after
+// its compare-and-swap over s (in the same step: an arming placed between
+// the two both asks again and is seen, which changes nothing): if the
+// timer of version(s) is in the slot, not entered, and due sooner than
+// due, its due time, which the new arming takes. A claimed timer counts
+// only if the within bit of s says it has not entered.
+func (x *explorer) superseded(w *exWorld, s uint32, due uint8) (uint8, bool) {
+	v := version(s)
+	for i := range w.actors[:w.n] {
+		a := &w.actors[i]
+		if uint32(a.sv)&versionMask != v || a.due >= due {
+			continue
+		}
+		switch a.ph {
+		case phClaim:
+		case phStartLoad, phStartCAS:
+			if !within(s) {
+				continue
+			}
+		default:
+			continue
+		}
+		for j := range w.actors[:w.n] {
+			if b := &w.actors[j]; b.ph == phSettle && b.sv == a.sv {
+				return 0, false // not in the slot yet: it asks again when it gets there
+			}
+		}
+		return a.due, true
+	}
+	return 0, false
 }

@@ -15,6 +15,10 @@ package circulation
 // distinct complete executions the exploration covers. Worlds that differ
 // only in which actor is which are remembered as one (see exKey).
 //
+// An interleaving that comes back to a world it has been in, or that goes
+// on for exMaxDepth steps (its versions moving on, so that no world
+// repeats), is a livelock.
+//
 // When a check fails, the explorer searches the failing configuration again
 // breadth first and prints a shortest failing interleaving, step by step,
 // with the state word after each step in hex and in bits.
@@ -35,7 +39,7 @@ package circulation
 //   - the superseded, canceled and reserved bits are set only with the
 //     running bit, and canceled and reserved only with superseded;
 //   - the within and closed bits stay clear: no actor calls FireWithin,
-//     Close or Shutdown (within_explore_test.go explores those).
+//     Close or Shutdown (explore_shape_test.go explores those).
 //
 // When every actor has finished, or waits for something that will not come,
 // it checks that a run waiting for its context to be cancelled is not one
@@ -83,7 +87,11 @@ type exWorld struct {
 	lastV     uint64 // serial published by the latest Fire, FireAfter or Suspend
 	lastRun   uint64 // serial of the latest start of f
 	closedSer uint64 // serial of the state when Close or Shutdown last published, 0 before
-	actors    [exMaxActors]exActor
+
+	// The earliest-wins check of the shape exploration (see promise).
+	dl     uint8  // 1 + the earliest due time a FireWithin that has returned asked for, that no run has met yet; 0: none
+	dlV    uint64 // the serial of the arming the first of those FireWithin calls made or kept
+	actors [exMaxActors]exActor
 }
 
 // explorer explores the interleavings of one configuration at a time.
@@ -218,7 +226,11 @@ func (g *exWalk[W, K]) visit(sys exSystem[W, K], w *W, k K) exCount {
 	}
 	depth := len(g.path)
 	if depth == exMaxDepth {
-		panic("explorer: an interleaving longer than exMaxDepth")
+		// No interleaving of the bounded calls explored comes near this
+		// length: one that reaches it goes on for ever, its versions
+		// moving on, so that no world repeats.
+		sys.failf("livelock: an interleaving went on for %d steps, moving on without end", exMaxDepth)
+		return exCount{}
 	}
 	next := &g.frames[depth]
 	var total exCount
@@ -269,6 +281,7 @@ type exKey struct {
 	meta               uint32
 	ser, cur, lastV, r uint32 // serials, as offsets from the base
 	cl                 uint32 // closedSer, as an offset, or 0
+	dv                 uint32 // dlV, as an offset, or 0
 	a                  [exMaxActors]exPacked
 }
 
@@ -289,6 +302,9 @@ func (p exPacked) less(q exPacked) bool {
 // returns w's key. If names is not nil, it is permuted along with the
 // actors.
 func (x *explorer) canon(w *exWorld, names []string) exKey {
+	if x.shape {
+		x.dropStale(w)
+	}
 	var k exKey
 	n := int(w.n)
 	for i := range n {
@@ -326,6 +342,10 @@ func (x *explorer) canon(w *exWorld, names []string) exKey {
 	if w.closedSer != 0 {
 		k.cl = x.off(w.closedSer)
 	}
+	k.meta |= uint32(w.dl) << 16
+	if w.dl != 0 {
+		k.dv = x.off(w.dlV)
+	}
 	return k
 }
 
@@ -337,7 +357,7 @@ func (x *explorer) pack(a *exActor) exPacked {
 			p.p |= 1 << (8 + i)
 		}
 	}
-	p.p |= uint32(a.due) << 16
+	p.p |= uint32(a.due)<<16 | uint32(a.owe)<<20
 	if a.sv != 0 {
 		p.v = x.off(a.sv)
 	}

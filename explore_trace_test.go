@@ -14,6 +14,12 @@ import (
 // path is kept as it is.
 func (x *explorer) shortest(cfg exConfig) {
 	bad, dfsPath := x.bad, x.path
+	if strings.HasPrefix(bad, "livelock") {
+		// The breadth-first search would not end: keep the first steps
+		// of the endless interleaving, which show its pattern.
+		x.path = x.path[:min(len(x.path), 60)]
+		return
+	}
 	type node struct {
 		w      exWorld
 		parent int
@@ -89,7 +95,7 @@ func (x *explorer) trace(cfg exConfig) string {
 		what := x.describe(&before, &w, p.i, p.c)
 		for j := before.n; j < w.n; j++ {
 			kind := "timer"
-			if w.actors[j].ph == phPlace {
+			if w.actors[j].ph == phSettle {
 				kind = "place"
 			}
 			names[j] = fmt.Sprintf("A%d %s v=%#x", next, kind, w.actors[j].sv)
@@ -109,6 +115,12 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 		return "load"
 	}
 	failed := b.ph.load()
+	switch a.ph {
+	case phFinishCAS:
+		failed = b.ph == phFinishLoad // not the reassert of exitCompete
+	case phAbortCAS:
+		failed = b.ph == phAbortLoad
+	}
 	switch a.ph {
 	case phFireLook:
 		if b.ph == phFireCoalesceCheck {
@@ -228,10 +240,12 @@ func (x *explorer) describe(before, after *exWorld, i, c int) string {
 		switch {
 		case failed:
 			return "CAS fails (state changed): retry"
-		case c == 0 && func() bool { f, _ := x.pending(before, version(a.seen), true, nil); return f }():
+		case x.pending(before, version(a.seen), true, nil):
 			return "CAS shutdown, hurrying the pending shot"
 		}
 		return "CAS shutdown"
+	case phSettle:
+		return "place: settle: the shot is in the slot"
 	case phPlace:
 		switch b.ph {
 		case phWithinLoad:

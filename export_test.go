@@ -41,3 +41,7 @@ func SetLoopEndHook(f func()) { testHookLoopEnd = f }
 
 // SetBeginHook makes f run before each iteration publishes its context.
 func SetBeginHook(f func()) { testHookBegin = f }
+
+// SetKeepHook makes f run inside FireWithin after it found no pending
+// arming due sooner to keep, before it publishes its own.
+func SetKeepHook(f func()) { testHookKeep = f }

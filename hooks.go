@@ -15,4 +15,7 @@ var (
 	// testHookBegin runs in begin before the iteration publishes its
 	// context.
 	testHookBegin func()
+	// testHookKeep runs in fireWithin after keep found no arming to keep
+	// and before the compare-and-swap that supersedes the pending one.
+	testHookKeep func()
 )

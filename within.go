@@ -25,7 +25,9 @@ import (
 // before the Trigger's first FireWithin has no due time recorded and is
 // replaced. When calls race, an arming superseded by a FireWithin before
 // the two could be compared asks again for its own time, once, as a
-// FireWithin would, so the sooner is kept; such a request can win over a
+// FireWithin would, so the sooner is kept (if it reached the pending slot
+// only after the FireWithin looked there, the FireWithin's arming takes
+// its time instead, when it is sooner); such a request can win over a
 // FireAfter made during the race, which then runs sooner than it asked. If
 // that second arming is itself superseded before it could be compared, it
 // does not ask again, and the later time may win.
@@ -70,6 +72,9 @@ func (t *Trigger) fireWithin(due int64, again bool) {
 		case retry:
 			continue
 		}
+		if testHookKeep != nil {
+			testHookKeep()
+		}
 		d := time.Duration(due - time.Now().UnixNano())
 		if d <= 0 && running(s) {
 			if o := t.obs(); o != nil {
@@ -85,6 +90,9 @@ func (t *Trigger) fireWithin(due int64, again bool) {
 		n := advanceWithin(s)
 		if t.state.CompareAndSwap(s, n) {
 			t.firedWithin(again, false, false)
+			if od, ok := t.superseded(s, due); ok {
+				due, d = od, time.Duration(od-time.Now().UnixNano())
+			}
 			var f uint32
 			if again {
 				f = shotAgain
@@ -127,4 +135,28 @@ func (t *Trigger) keep(s uint32, due int64) coalescing {
 		return notCoalesced
 	}
 	return coalesced
+}
+
+// superseded is what fireWithin does after publishing over the state s: it
+// looks at the arming of s that it superseded, if that arming's timer has
+// reached the pending slot since keep looked, and reports its due time if
+// it is due sooner than due. The new arming then takes that time: earliest
+// wins, and the arming's own call may have returned already. An arming
+// whose timer had not reached the slot asks again when it does (see
+// place). A claimed shot has started its callback: it is taken only if
+// within(s) says that its callback has not entered yet (enter clears the
+// bit), since one that has entered may have run already.
+func (t *Trigger) superseded(s uint32, due int64) (int64, bool) {
+	p := t.pending.Load()
+	if p == nil || p.version.Load() != version(s) {
+		return 0, false
+	}
+	f, od := p.flags.Load(), p.due.Load()
+	if f&(shotDead|shotTimed) != shotTimed || f&shotClaimed != 0 && !within(s) || od >= due {
+		return 0, false
+	}
+	if p.version.Load() != version(s) { // recycled meanwhile: od may be another arming's
+		return 0, false
+	}
+	return od, true
 }

@@ -6,8 +6,8 @@
  * so this model can drift from the code and the Go explorer cannot. Keep
  * them in step.
  *
- * The state word is five variables (reserved, running, canceled,
- * superseded, ver), changed together in one atomic CAS step after a separate
+ * The state word is seven variables (reserved, running, canceled,
+ * superseded, closed, within, ver), changed together in one atomic CAS step after a separate
  * load step, as Trigger.state is. The version counts modulo MOD (32) instead
  * of 1<<26. The protocol compares versions only for equality; the checks
  * never do: the model keeps ser, the number of advances since the start,
@@ -44,19 +44,43 @@
  * A context is an iteration number: it is the one in flight, cxl whether it
  * is cancelled; cancelling an ended one changes nothing.
  *
- * init picks one of the situations of explore_configs_test.go, or one more
- * (running, and a Suspend that published during the run is about to call
- * cancelRun), and adds up to OPS operations (Fire, FireAfter(d), Suspend,
- * Storm, SuspendStorm); spin explores every choice and every interleaving. Checked in every state
+ * FireWithin, Close and Shutdown (SHAPE=1, the default): Close is a
+ * Suspend that also sets closed; Fire, FireAfter and FireWithin do nothing
+ * on a closed Trigger, and a run's answer is ignored there. FireWithin
+ * keeps the current arming if its timer is pending and unclaimed (due
+ * times are not modelled: keeping is a free choice, and the earliest-wins
+ * rule is the Go explorer's to check), else publishes advanceWithin, which
+ * sets within and does not supersede the run in flight, or, while f runs,
+ * reserves (its time has passed). enter clears within. A run that only
+ * FireWithin calls came during competes: finish leaves the state idle with
+ * within set and the running goroutine reasserts (FireWithin with again,
+ * which does nothing once within is clear). Shutdown closes, and hurries
+ * the current arming if its timer is pending with a delay: a reservation
+ * while f runs, a no-delay timer under a new version otherwise. The place
+ * step of an arming (its reassert or hurry when a call superseded it or
+ * closed the Trigger on its way to the pending slot) is left to the Go
+ * explorer.
+ *
+ * init picks one of the situations of explore_configs_test.go, or one of
+ * four more (running, and a Suspend that published during the run is about
+ * to call cancelRun; closed; FireWithin's timer pending; running with a
+ * FireWithin's timer pending), and adds up to OPS operations (Fire,
+ * FireAfter(d), Suspend, Storm, SuspendStorm, FireWithin, Close,
+ * Shutdown); spin explores every choice and every interleaving. Checked in every state
  * (monitor): at most one goroutine holds the running bit, the running bit
  * is set exactly when one does, the other flags only with it, canceled only
  * with superseded; while f runs, every Suspend published during its
  * iteration that has returned has cancelled its context. Checked when f
  * starts: no version runs twice, nothing starts for a version at or after a
- * final Suspend's, a Suspend published before begin's load has cancelled
- * the context already. Checked at every cancel of a live context: a Suspend
+ * final Suspend's (or Close's), nothing starts for a version armed after
+ * Close or Shutdown published (the flush is Shutdown's own), a Suspend
+ * published before begin's load has cancelled the context already. In
+ * every state: within is never set with reserved, and closed is never
+ * cleared. Checked at every cancel of a live context: a Suspend
  * was published since its iteration began. Checked when a run arms its
- * next timer: it returned true and was not superseded. Checked at the end:
+ * next timer: it returned true, was not superseded, no FireWithin came
+ * during it (its answer competes instead), the Trigger is not closed; and
+ * when it competes, only FireWithin calls came. Checked at the end:
  * no fire was lost.
  *
  * Mutants (MUTANT=n), each of which the checks must catch:
@@ -76,6 +100,13 @@
  *      modulo MOD, which takes a storm (STORM=0 or STORMK=33 let it pass)
  *   10 begin loads the state before it publishes its context
  *   11 cancelRun cancels the context it loaded without loading the state
+ *   12 FireAfter ignores the closed bit
+ *   13 finish acts on the answer on a closed Trigger
+ *   14 enter keeps the within bit
+ *   15 shutdown loses a reservation
+ *   16 finish ignores the within bit: the answer arms its own timer
+ *      instead of competing with a FireWithin's arming
+ *   17 Close does not set the closed bit
  *
  * Run (the "errors: 0" line is the verdict; run.sh does all of this):
  *   spin -DOPS=1 -a state.pml && gcc -DSAFETY -o pan pan.c && ./pan -m10000
@@ -102,6 +133,9 @@
 #ifndef MUTANT
 #define MUTANT 0
 #endif
+#ifndef SHAPE
+#define SHAPE 1 /* 0: without FireWithin, Close and Shutdown */
+#endif
 
 #define NONE    0
 #define FIRE    1
@@ -113,6 +147,7 @@
 #define STALE    3 /* entryStale */
 #define DEFERRED 4 /* entryDeferred */
 #define RUN      5 /* entryRun */
+#define COMPETE  6 /* exitCompete */
 
 #define MOD 32 /* the version counts modulo MOD */
 #define INC(v) (((v) + 1) % MOD)
@@ -122,7 +157,7 @@
 #define NEWER(a, b) ((((a) + MOD - (b)) % MOD) != 0 && (((a) + MOD - (b)) % MOD) < MOD / 2)
 
 /* Trigger.state */
-bit reserved, running, canceled, superseded;
+bit reserved, running, canceled, superseded, closed, within;
 byte ver = START;
 
 /* Trigger.cur: the context of the iteration in flight (an iteration
@@ -148,17 +183,23 @@ bit cxl;              /* and that context is cancelled */
 bit susp;             /* a Suspend was published since iteration itid began */
 bit sdone;            /* and one such Suspend has returned */
 bit inf;              /* f is running (between begin and end) */
+bit pend[MOD];        /* a timer of this version is armed and unclaimed */
+bit wsup;             /* only FireWithin calls were published since the iteration began */
+bit wasClosed;        /* Close or Shutdown has published */
+short closedSer;      /* the serial they published, or the flush's */
 
-#define LOAD atomic { lr = reserved; lu = running; lc = canceled; ls = superseded; lv = ver; lser = ser }
-#define CURRENT (reserved == lr && running == lu && canceled == lc && superseded == ls && ver == lv)
-#define PUBLISH reserved = nr; running = nu; canceled = nc; superseded = ns; ver = nv; ser = ser + nd
-#define FORGET lr = 0; lu = 0; lc = 0; ls = 0; lv = 0; lser = 0; nr = 0; nu = 0; nc = 0; ns = 0; nv = 0; nd = 0 /* dead after the CAS */
-#define LOCALS bit lr, lu, lc, ls, nr, nu, nc, ns, ok; byte lv, nv, nd; short lser
+#define LOAD atomic { lr = reserved; lu = running; lc = canceled; ls = superseded; lcl = closed; lw = within; lv = ver; lser = ser }
+#define CURRENT (reserved == lr && running == lu && canceled == lc && superseded == ls && closed == lcl && within == lw && ver == lv)
+#define PUBLISH reserved = nr; running = nu; canceled = nc; superseded = ns; closed = ncl; within = nw; ver = nv; ser = ser + nd
+#define FORGET lr = 0; lu = 0; lc = 0; ls = 0; lcl = 0; lw = 0; lv = 0; lser = 0; nr = 0; nu = 0; nc = 0; ns = 0; ncl = 0; nw = 0; nv = 0; nd = 0 /* dead after the CAS */
+#define LOCALS bit lr, lu, lc, ls, lcl, lw, nr, nu, nc, ns, ncl, nw, ok; byte lv, nv, nd; short lser
+/* arm: a new timer for version v, armed as the current serial */
+#define ARMT(v, now) due[v] = now; pend[v] = 1; run Timer(v, ser)
 
 /* advance(s), moved on by k versions (a storm's k calls): drops the
  * reservation, marks a run in flight superseded, keeps canceled. */
 inline advance(k) {
-	nr = 0; nu = lu; nc = lc; ns = ls | lu; nv = (lv + k) % MOD; nd = k;
+	nr = 0; nu = lu; nc = lc; ns = ls | lu; ncl = lcl; nw = 0; nv = (lv + k) % MOD; nd = k;
 #if MUTANT == 1
 	nr = lr;                                       /* advance keeps the reservation */
 #endif
@@ -171,7 +212,17 @@ inline advance(k) {
 inline published(kind) {
 	last = kind; lastSer = ser; served = 0;
 	if
-	:: owners > 0 -> sup = 1
+	:: owners > 0 -> sup = 1; wsup = 0
+	:: else -> skip
+	fi
+}
+
+/* publishedWithin: FireWithin published the serial ser with its own
+ * arming, which does not supersede the run in flight. */
+inline publishedWithin() {
+	last = FIRE; lastSer = ser; served = 0;
+	if
+	:: owners > 0 && !sup -> wsup = 1
 	:: else -> skip
 	fi
 }
@@ -184,7 +235,7 @@ inline storm(k) {
 	   killed = ser;
 	   nd = 0;
 	   do                                          /* nd is dead here: reuse it */
-	   :: nd < MOD -> due[nd] = 0; nd++
+	   :: nd < MOD -> due[nd] = 0; pend[nd] = 0; nd++
 	   :: else -> break
 	   od;
 	   nd = 0
@@ -207,11 +258,12 @@ proctype Fire() {
 	do
 	:: LOAD;
 	   if
-	   :: lu -> advance(1); nr = 1                 /* reserve */
+	   :: lcl -> FORGET; break                     /* closed: does nothing */
+	   :: lu && !lcl -> advance(1); nr = 1         /* reserve */
 #if MUTANT == 2
 	            ; nv = lv; nd = 0                   /* reserve does not advance */
 #endif
-	   :: !lu && due[lv] ->                       /* coalesce: the pending shot is due */
+	   :: !lu && !lcl && due[lv] ->               /* coalesce: the pending shot is due */
 	      atomic {
 		if
 		:: CURRENT -> published(FIRE); ok = 1     /* the state is still s */
@@ -228,13 +280,13 @@ proctype Fire() {
 #endif
 	      fi;
 	      advance(1)
-	   :: !lu -> advance(1)                       /* (the shot may be out of the slot) */
+	   :: !lu && !lcl -> advance(1)               /* (the shot may be out of the slot) */
 	   fi;
 	   atomic {
 		if
 		:: CURRENT -> PUBLISH; published(FIRE); ok = 1;
 		   if
-		   :: !lu -> due[nv] = 1; run Timer(nv, ser)
+		   :: !lu -> ARMT(nv, 1)
 		   :: else -> skip
 		   fi
 		:: else -> ok = 0
@@ -258,10 +310,16 @@ proctype FireAfter(byte k) {
 	LOCALS;
 	do
 	:: LOAD;
+#if MUTANT != 12
+	   if
+	   :: lcl -> FORGET; break                     /* closed: does nothing */
+	   :: else -> skip
+	   fi;
+#endif
 	   advance(k);
 	   atomic {
 		if
-		:: CURRENT -> PUBLISH; published(FIRE); storm(k); run Timer(nv, ser); ok = 1
+		:: CURRENT -> PUBLISH; published(FIRE); storm(k); ARMT(nv, 0); ok = 1
 		:: else -> ok = 0
 		fi;
 		FORGET
@@ -277,7 +335,7 @@ proctype FireAfter(byte k) {
  * k-1 FireAfter(d > 0) and a Suspend. A Suspend started with mine, the
  * iteration in flight, has published already (with version mv) and is
  * about to call cancelRun. */
-proctype Suspend(byte k; byte mine; byte mv) {
+proctype Suspend(byte k; byte mine; byte mv; bit cl) {
 	LOCALS;
 	byte c, cv;
 	if
@@ -291,9 +349,16 @@ proctype Suspend(byte k; byte mine; byte mv) {
 #if MUTANT == 8
 	   nc = lc;                                   /* suspend does not set canceled */
 #endif
+#if MUTANT != 17
+	   ncl = lcl | cl;                            /* closeNow: the Trigger is closed */
+#endif
 	   atomic {
 		if
 		:: CURRENT -> PUBLISH; published(SUSPEND); storm(k); ok = 1;
+		   if
+		   :: cl -> wasClosed = 1; closedSer = ser
+		   :: else -> skip
+		   fi;
 		   mv = nv;
 		   if
 		   :: lu -> susp = 1; mine = itid
@@ -338,6 +403,102 @@ cancelrun:
 	}
 }
 
+/* FireWithin, or with again a reassert (the answer of a run that only
+ * FireWithin calls came during, competing with their arming). Due times
+ * are not modelled: keep may keep any pending arming of the current
+ * version whose timer is unclaimed, or not, and while f runs the due time
+ * may have passed (reserve) or not (advanceWithin). */
+proctype FireWithin(bit again) {
+	LOCALS;
+	bit kept, res;
+	do
+	:: LOAD;
+	   if
+	   :: lcl || again && !lw || lu && lr -> FORGET; break /* closed; superseded since; a run is reserved */
+	   :: else -> skip
+	   fi;
+	   if
+	   :: pend[lv] ->                             /* keep: the pending shot is due no later */
+	      atomic {
+		if
+		:: CURRENT -> last = FIRE; lastSer = ser; served = 0; ok = 1 /* the state is still s */
+		:: else -> ok = 0
+		fi
+	      };
+	      if
+	      :: !ok -> FORGET; goto retry
+	      :: ok && pend[lv] -> FORGET; kept = 1; break /* still unclaimed: kept */
+	      :: ok && !pend[lv] -> skip              /* claimed meanwhile */
+	      fi
+	   :: true -> skip                            /* due later, or out of the slot */
+	   fi;
+	   if
+	   :: lu -> advance(1); nr = 1; res = 1       /* the due time has passed: reserve */
+	   :: true -> nr = 0; nu = lu; nc = lc; ns = ls; ncl = lcl; nw = 1; nv = INC(lv); nd = 1; res = 0 /* advanceWithin */
+	   fi;
+	   atomic {
+		if
+		:: CURRENT -> PUBLISH; ok = 1;
+		   if
+		   :: res -> published(FIRE)
+		   :: else -> publishedWithin(); ARMT(nv, 0)
+		   fi
+		:: else -> ok = 0
+		fi;
+		FORGET; res = 0
+	   };
+	   if
+	   :: ok -> break
+	   :: else -> skip
+	   fi;
+retry:
+	   skip
+	od;
+	kept = 0
+}
+
+/* Shutdown: shutdown(s, hurry), hurry when it finds the current arming's
+ * timer pending with a delay, unclaimed (or not: the shot may be out of
+ * the slot); an idle Trigger then arms the hurried run with no delay. */
+proctype Shutdown() {
+	LOCALS;
+	bit hurry;
+	do
+	:: LOAD;
+	   if
+	   :: pend[lv] && !due[lv] -> hurry = 1
+	   :: true -> hurry = 0
+	   fi;
+	   if
+	   :: hurry && lu -> advance(1); nr = 1; ncl = 1 /* reserve */
+	   :: hurry && !lu -> advance(1); ncl = 1
+	   :: !hurry -> nr = lr; nu = lu; nc = lc; ns = ls | lu; ncl = 1; nw = lw; nv = lv; nd = 0
+#if MUTANT == 15
+	      ; nr = 0                                /* shutdown loses a reservation */
+#endif
+	   fi;
+	   atomic {
+		if
+		:: CURRENT -> PUBLISH; ok = 1; wasClosed = 1; closedSer = ser;
+		   if
+		   :: owners > 0 -> sup = 1; wsup = 0
+		   :: else -> skip
+		   fi;
+		   if
+		   :: hurry && !lu -> ARMT(nv, 1)
+		   :: else -> skip
+		   fi
+		:: else -> ok = 0
+		fi;
+		FORGET; hurry = 0
+	   };
+	   if
+	   :: ok -> break
+	   :: else -> skip
+	   fi
+	od
+}
+
 /* Timer is a timer callback for version v, armed as the serial sv:
  * shot.run's claim and shotDead check, then Trigger.start. */
 proctype Timer(byte v; short sv) {
@@ -346,7 +507,7 @@ proctype Timer(byte v; short sv) {
 	atomic {
 		if
 		:: sv < killed -> goto dead               /* superseded and killed */
-		:: else -> due[v] = 0                     /* claim */
+		:: else -> due[v] = 0; pend[v] = 0        /* claim */
 		fi
 	};
 	do
@@ -364,13 +525,17 @@ proctype Timer(byte v; short sv) {
 #endif
 	      :: !lu -> nr = lr; x = RUN
 	      fi;
-	      nu = 1; nc = lc; ns = ls; nv = lv; nd = 0
+	      nu = 1; nc = lc; ns = ls; ncl = lcl; nv = lv; nd = 0;
+	      nw = 0                                  /* no longer pending */
+#if MUTANT == 14
+	      ; nw = lw                               /* enter keeps the within bit */
+#endif
 	   fi;
 	   atomic {
 		if
 		:: CURRENT && (ser == lser || !EXCLUDE) -> PUBLISH; ok = 1;
 		   if
-		   :: x == RUN -> owners++; sup = 0; itid++; susp = 0; sdone = 0; run Loop(v, sv, 0)
+		   :: x == RUN -> owners++; sup = 0; wsup = 0; itid++; susp = 0; sdone = 0; run Loop(v, sv, 0)
 		   :: else -> skip
 		   fi
 		:: else -> ok = 0
@@ -412,6 +577,7 @@ begin:
 		assert(!sb || cxl);                             /* begin cancelled it */
 		assert(!(ran && vs <= lastRun));                /* no version runs twice */
 		assert(!(last == SUSPEND && vs >= lastSer));    /* Suspend wins */
+		assert(!(wasClosed && vs > closedSer));         /* nothing armed after the close runs */
 		if
 		:: last == FIRE && vs >= lastSer -> served = 1
 		:: else -> skip
@@ -433,7 +599,7 @@ infunc:
 	fi;
 	do                                                  /* finish */
 	:: LOAD;
-	   nr = 0; nu = 0; nc = 0; ns = 0; nv = lv; nd = 0;
+	   nr = 0; nu = 0; nc = 0; ns = 0; ncl = lcl; nw = 0; nv = lv; nd = 0;
 	   if
 	   :: lr -> nu = 1; x = AGAIN
 #if MUTANT == 4
@@ -443,17 +609,28 @@ infunc:
 	   :: !lr && fok && lv == v -> nv = INC(lv); nd = 1; x = ARM /* superseded by the version */
 	   :: !lr && !(fok && lv == v) -> x = IDLE
 #else
-	   :: !lr && fok && !ls -> nv = INC(lv); nd = 1; x = ARM
-	   :: !lr && !(fok && !ls) -> x = IDLE
+#if MUTANT == 13
+	   :: !lr && fok && !ls && !lw -> nv = INC(lv); nd = 1; x = ARM /* acts on the answer when closed */
+	   :: !lr && fok && !ls && lw && !lcl -> nw = 1; x = COMPETE
+	   :: !lr && !(fok && !ls) || !lr && lcl && lw -> nw = lw; x = IDLE
+#elif MUTANT == 16
+	   :: !lr && fok && !ls && !lcl -> nv = INC(lv); nd = 1; x = ARM /* ignores the within bit */
+	   :: !lr && !(fok && !ls && !lcl) -> nw = lw; x = IDLE
+#else
+	   :: !lr && fok && !ls && !lcl && !lw -> nv = INC(lv); nd = 1; x = ARM
+	   :: !lr && fok && !ls && !lcl && lw -> nw = 1; x = COMPETE /* a FireWithin's arming is pending */
+	   :: !lr && !(fok && !ls && !lcl) -> nw = lw; x = IDLE
+#endif
 #endif
 	   fi;
 	   atomic {
 		if
 		:: CURRENT -> PUBLISH; ok = 1;
 		   if
-		   :: x == AGAIN -> sup = 0; itid++; susp = 0; sdone = 0;
+		   :: x == AGAIN -> sup = 0; wsup = 0; itid++; susp = 0; sdone = 0;
 		      v = nv; vs = ser; fok = 0; fnow = 0
-		   :: x == ARM -> assert(fok && !sup); owners--; due[nv] = fnow; run Timer(nv, ser)
+		   :: x == ARM -> assert(fok && !sup); assert(!lcl); assert(!wsup); owners--; ARMT(nv, fnow)
+		   :: x == COMPETE -> assert(fok && !sup && wsup && !lcl); owners--; run FireWithin(1)
 		   :: x == IDLE -> owners--
 		   fi
 		:: else -> ok = 0
@@ -472,16 +649,17 @@ infunc:
 abort:
 	do
 	:: LOAD;
-	   nr = 0; nu = 0; nc = 0; ns = 0;
+	   nr = 0; nu = 0; nc = 0; ns = 0; ncl = lcl;
 	   if
-	   :: lr -> nv = INC(lv); nd = 1; x = ARM
-	   :: else -> nv = lv; nd = 0; x = IDLE
+	   :: lr -> nv = INC(lv); nd = 1; nw = 0; x = ARM
+	   :: else -> nv = lv; nd = 0; nw = lw; x = IDLE
 	   fi;
 	   atomic {
 		if
 		:: CURRENT -> PUBLISH; owners--; ok = 1;
 		   if
-		   :: x == ARM -> due[nv] = 1; run Timer(nv, ser)
+		   :: x == ARM && lcl -> closedSer = ser; ARMT(nv, 1) /* the reservation Shutdown let stand: the flush */
+		   :: x == ARM && !lcl -> ARMT(nv, 1)
 		   :: else -> skip
 		   fi
 		:: else -> ok = 0
@@ -506,12 +684,15 @@ end:
 		  (running || !(reserved || canceled || superseded)) &&
 		  (!canceled || superseded) &&
 		  ver == (START + ser - SER0) % MOD &&
-		  !(inf && sdone && !cxl)) ->
+		  !(inf && sdone && !cxl) &&
+		  !(within && reserved) && (closed || !wasClosed)) ->
 		assert(owners <= 1 && running == (owners > 0));  /* one goroutine in f */
 		assert(running || !(reserved || canceled || superseded));
 		assert(!canceled || superseded);
 		assert(ver == (START + ser - SER0) % MOD);
-		assert(!(inf && sdone && !cxl))                  /* a returned Suspend cancelled f */
+		assert(!(inf && sdone && !cxl));                 /* a returned Suspend cancelled f */
+		assert(!(within && reserved));
+		assert(closed || !wasClosed)                     /* the closed bit is never cleared */
 	}
 }
 
@@ -520,24 +701,34 @@ init {
 	atomic {
 		if
 		:: skip                                               /* idle */
-		:: last = FIRE; lastSer = SER0; run Timer(ver, SER0)  /* timer pending */
-		:: last = FIRE; lastSer = SER0; due[ver] = 1; run Timer(ver, SER0) /* no-delay timer pending */
-		:: last = SUSPEND; lastSer = SER0; run Timer(DEC(ver), SER0 - 1) /* stale timer */
-		:: last = FIRE; lastSer = SER0; run Timer(DEC(ver), SER0 - 1); run Timer(ver, SER0)
+		:: last = FIRE; lastSer = SER0; pend[ver] = 1; run Timer(ver, SER0) /* timer pending */
+		:: last = FIRE; lastSer = SER0; due[ver] = 1; pend[ver] = 1; run Timer(ver, SER0) /* no-delay timer pending */
+		:: last = SUSPEND; lastSer = SER0; pend[DEC(ver)] = 1; run Timer(DEC(ver), SER0 - 1) /* stale timer */
+		:: last = FIRE; lastSer = SER0; pend[DEC(ver)] = 1; pend[ver] = 1;
+		   run Timer(DEC(ver), SER0 - 1); run Timer(ver, SER0)
+#if SHAPE
+		:: closed = 1; wasClosed = 1; closedSer = SER0;      /* closed by Close */
+		   last = SUSPEND; lastSer = SER0
+		:: within = 1; last = FIRE; lastSer = SER0; pend[ver] = 1; run Timer(ver, SER0) /* FireWithin's timer pending */
+		:: running = 1; within = 1; owners = 1; wsup = 1;     /* running, FireWithin during it */
+		   ran = 1; lastRun = SER0 - 1; last = FIRE; lastSer = SER0;
+		   itid = 1; it = 1; cur = 1; curv = DEC(ver); inf = 1; run Loop(DEC(ver), SER0 - 1, 1);
+		   pend[ver] = 1; run Timer(ver, SER0)
+#endif
 		:: running = 1; owners = 1; ran = 1; lastRun = SER0;  /* running */
 		   last = FIRE; lastSer = SER0; served = 1;
 		   itid = 1; it = 1; cur = 1; curv = ver; inf = 1; run Loop(ver, SER0, 1)
 		:: running = 1; owners = 1; ran = 1; lastRun = SER0;  /* running, stale timer */
 		   last = FIRE; lastSer = SER0; served = 1;
 		   itid = 1; it = 1; cur = 1; curv = ver; inf = 1; run Loop(ver, SER0, 1);
-		   run Timer(DEC(ver), SER0 - 1)
+		   pend[DEC(ver)] = 1; run Timer(DEC(ver), SER0 - 1)
 		:: running = 1; reserved = 1; superseded = 1; owners = 1; sup = 1; /* running, fired */
 		   ran = 1; lastRun = SER0 - 1; last = FIRE; lastSer = SER0;
 		   itid = 1; it = 1; cur = 1; curv = DEC(ver); inf = 1; run Loop(DEC(ver), SER0 - 1, 1)
 		:: running = 1; superseded = 1; owners = 1; sup = 1;  /* running, fired after */
 		   ran = 1; lastRun = SER0 - 1; last = FIRE; lastSer = SER0;
 		   itid = 1; it = 1; cur = 1; curv = DEC(ver); inf = 1; run Loop(DEC(ver), SER0 - 1, 1);
-		   run Timer(ver, SER0)
+		   pend[ver] = 1; run Timer(ver, SER0)
 		:: running = 1; superseded = 1; canceled = 1; owners = 1; sup = 1; /* running, suspended */
 		   ran = 1; lastRun = SER0 - 1; last = SUSPEND; lastSer = SER0;
 		   itid = 1; it = 1; cur = 1; curv = DEC(ver); inf = 1; susp = 1; sdone = 1; cxl = 1;
@@ -545,13 +736,18 @@ init {
 		:: running = 1; superseded = 1; canceled = 1; owners = 1; sup = 1; /* running, suspending */
 		   ran = 1; lastRun = SER0 - 1; last = SUSPEND; lastSer = SER0;
 		   itid = 1; it = 1; cur = 1; curv = DEC(ver); inf = 1; susp = 1;
-		   run Loop(DEC(ver), SER0 - 1, 1); run Suspend(1, 1, ver)
+		   run Loop(DEC(ver), SER0 - 1, 1); run Suspend(1, 1, ver, 0)
 		fi;
 		i = 0;
 		do
 		:: i < OPS -> run Fire(); i++
 		:: i < OPS -> run FireAfter(1); i++
-		:: i < OPS -> run Suspend(1, 0, 0); i++
+		:: i < OPS -> run Suspend(1, 0, 0, 0); i++
+#if SHAPE
+		:: i < OPS -> run FireWithin(0); i++
+		:: i < OPS -> run Suspend(1, 0, 0, 1); i++          /* Close */
+		:: i < OPS -> run Shutdown(); i++
+#endif
 #if STORM
 		:: i < OPS ->
 #if STORMK
@@ -566,7 +762,7 @@ init {
 #endif
 		   if
 		   :: run FireAfter(k)
-		   :: run Suspend(k, 0, 0)
+		   :: run Suspend(k, 0, 0, 0)
 		   fi;
 		   k = 0; i++
 #endif

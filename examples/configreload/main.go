@@ -8,12 +8,17 @@
 // it is one Trigger, and the program shows what it guarantees:
 //
 //   - bursts coalesce: the messages that arrive during a pull make exactly
-//     one more pull, right after it;
-//   - pulls never overlap: the config center counts them in flight;
+//     one more pull, after it;
+//   - pulls never overlap, and never come back to back: WithMinInterval
+//     starts them at least a quarter of the interval apart, so the config
+//     center, which counts them in flight, gets a breath between two;
 //   - the latest configuration wins: a version published during a pull is
 //     fetched by the pull that follows it;
-//   - the switch acts at once: Suspend cancels the pull in flight, and a
-//     new interval replaces the pending pull (FireAfter).
+//   - the switch acts at once, with no lock of its own: the switch is the
+//     Trigger. Off is Close, which cancels the pull in flight and makes
+//     every later Fire do nothing, however it races with the consumers; on
+//     is a new Trigger. A new interval replaces the pending pull
+//     (FireAfter).
 //
 // The config center is an HTTP server on a loopback port that the program
 // starts itself; it answers slowly, as a busy service would. The story is
@@ -130,8 +135,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (*report, error) {
 	defer shutdown()
 	log.printf("config center at %s serves version 1; each pull takes %v", url, center.latency)
 
-	l := &loader{log: log, client: client, url: url, interval: u}
-	l.reload = circulation.Bind(nil, l.pull)
+	l := &loader{log: log, client: client, url: url, interval: u, gap: u / 4}
 
 	var consumers sync.WaitGroup
 	publish := func(version int64, copies int) {
@@ -152,7 +156,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (*report, error) {
 		{150, func() { publish(2, 3) }},
 		{156, func() { publish(3, 3) }}, // while version 2 is being pulled
 		{200, func() { l.setInterval(u / 2) }},
-		{400, l.switchOff}, // in the middle of a pull
+		{400, func() { _ = l.switchOff(true) }}, // in the middle of a pull
 		{450, func() { publish(4, 2) }},
 		{500, l.switchOn},
 		{550, nil}, // the end
@@ -166,12 +170,11 @@ func run(ctx context.Context, w io.Writer, cfg config) (*report, error) {
 			step.act()
 		}
 	}
-	// The consumers go first: a Fire after Stop would start the loop again.
+	log.printf("shutting down: Close cancels a pull in flight and waits for it; later messages do nothing")
+	stopErr := l.switchOff(false)
 	consumers.Wait()
-	log.printf("shutting down: Stop cancels a pull in flight and waits for it")
-	stopErr := l.reload.Stop(context.Background())
 
-	r := &l.report // Wait and Stop have returned: nothing writes it any more
+	r := &l.report // Close and Wait have returned: nothing writes it any more
 	r.maxInFlight, r.inUse, r.latest = center.maxInFlight.Load(), l.inUse.Load(), center.version.Load()
 	cancelled := 0
 	for _, p := range r.pulls {
@@ -192,15 +195,17 @@ type loader struct {
 	log    *timeline
 	client *http.Client
 	url    string
-	reload *circulation.Trigger
-	inUse  atomic.Int64 // the configuration version in use
+	gap    time.Duration // the least time between the starts of two pulls
+	inUse  atomic.Int64  // the configuration version in use
 
-	// mu guards the switch and the bookkeeping of the story. Fire,
-	// FireAfter and Suspend never block, so they may be called with it
-	// held: that makes "if the switch is on, Fire" one step, which a
-	// concurrent switchOff cannot split.
+	// reload is the switch: a Trigger while the switch is on, closed when
+	// it goes off (a consumer that loaded it just before then fires a
+	// closed Trigger, which does nothing), nil while it is off.
+	reload atomic.Pointer[circulation.Trigger]
+
+	// mu guards the bookkeeping of the story: the report, and what the
+	// next pull is for. The switch needs no lock.
 	mu       sync.Mutex
-	on       bool
 	interval time.Duration
 	reason   string // why the Trigger was last fired, other than by messages
 	messages int    // "update now" messages since the last pull began
@@ -223,7 +228,7 @@ func (l *loader) pull(ctx context.Context) (time.Duration, bool) {
 
 	version, err := fetch(ctx, l.client, l.url)
 	if ctx.Err() != nil {
-		err = ctx.Err() // Suspend or Stop: the result would be ignored anyway
+		err = ctx.Err() // Close: the result would be ignored anyway
 	}
 	l.mu.Lock()
 	p := &l.report.pulls[n-1]
@@ -232,7 +237,7 @@ func (l *loader) pull(ctx context.Context) (time.Duration, bool) {
 	l.mu.Unlock()
 	if err != nil {
 		l.log.printf("pull %d stopped after %v: %v", n, (p.end - p.start).Round(time.Millisecond), err)
-		return interval, true // try again later; ignored if Suspend superseded this run
+		return interval, true // try again later; ignored if Close ended this run
 	}
 	l.inUse.Store(version)
 	l.log.printf("pull %d got version %d", n, version)
@@ -259,47 +264,57 @@ func (l *loader) why() string {
 
 // updateNow is what consumer i does with an "update now" message.
 func (l *loader) updateNow(i int) {
+	tr := l.reload.Load()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.report.messages++
-	if !l.on {
+	switch {
+	case tr == nil:
 		l.report.ignored++
 		l.log.printf("consumer %d: update now: ignored, the switch is off", i)
-		return
-	}
-	l.messages++
-	if l.active != 0 {
-		l.log.printf("consumer %d: update now: Fire (pull %d is running: one more pull follows it)", i, l.active)
-	} else {
+	case l.active != 0:
+		l.messages++
+		l.log.printf("consumer %d: update now: Fire (pull %d is running: one more pull follows it, %v after its start at the earliest)", i, l.active, l.gap)
+	default:
+		l.messages++
 		l.log.printf("consumer %d: update now: Fire", i)
 	}
-	l.reload.Fire()
+	l.mu.Unlock()
+	if tr != nil {
+		tr.Fire() // does nothing if the switch went off since the Load
+	}
 }
 
 func (l *loader) switchOn() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.on, l.reason = true, "switch on"
-	l.log.printf("switch on, every %v: Fire", l.interval)
-	l.reload.Fire()
+	l.reason = "switch on"
+	l.log.printf("switch on, every %v, at least %v between the starts of two pulls: Fire", l.interval, l.gap)
+	l.mu.Unlock()
+	tr := circulation.Bind(nil, l.pull, circulation.WithMinInterval(l.gap))
+	l.reload.Store(tr)
+	tr.Fire()
 }
 
-func (l *loader) switchOff() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.on = false
-	l.log.printf("switch off: Suspend")
-	l.reload.Suspend() // cancels the pull in flight; nothing runs until the next Fire
+// switchOff closes the Trigger: the pull in flight is cancelled, Close
+// waits for it, and every later Fire does nothing.
+func (l *loader) switchOff(say bool) error {
+	tr := l.reload.Swap(nil)
+	if tr == nil {
+		return nil
+	}
+	if say {
+		l.log.printf("switch off: Close")
+	}
+	return tr.Close(context.Background())
 }
 
 func (l *loader) setInterval(d time.Duration) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.log.printf("switch: interval %v -> %v: FireAfter(%v) replaces the pending pull", l.interval, d, d)
 	l.interval = d
-	if l.on {
-		l.reason = "new interval"
-		l.reload.FireAfter(d)
+	l.reason = "new interval"
+	l.mu.Unlock()
+	if tr := l.reload.Load(); tr != nil {
+		tr.FireAfter(d)
 	}
 }
 

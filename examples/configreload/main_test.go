@@ -77,7 +77,8 @@ func TestPullsEveryIntervalAfterThePreviousPull(t *testing.T) {
 
 // Six "update now" messages arrive between 1.5s and 1.58s, while pull 3
 // runs from 1.5s to 1.7s: the first starts it, the other five make exactly
-// one more pull, which starts the moment pull 3 ends.
+// one more pull, which starts 250ms after pull 3 started (the minimum
+// interval), not the moment pull 3 ends.
 func TestBurstsCoalesce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := story(t)
@@ -89,7 +90,20 @@ func TestBurstsCoalesce(t *testing.T) {
 		}
 		require.Len(t, during, 2, "pulls between 1.5s and 2s: %+v", during)
 		assert.Equal(t, pull{start: 1500 * ms, end: 1700 * ms, why: "1 update message", version: 2}, during[0])
-		assert.Equal(t, pull{start: 1700 * ms, end: 1900 * ms, why: "5 update messages", version: 3}, during[1])
+		assert.Equal(t, pull{start: 1750 * ms, end: 1950 * ms, why: "5 update messages", version: 3}, during[1])
+	})
+}
+
+// WithMinInterval: no two pulls start less than a quarter of the interval
+// apart, so none starts the moment the one before it ends.
+func TestNoBackToBackPulls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := story(t)
+		require.Greater(t, len(r.pulls), 2)
+		for i := 1; i < len(r.pulls); i++ {
+			assert.GreaterOrEqual(t, r.pulls[i].start-r.pulls[i-1].start, 250*ms, "pull %d starts too soon after pull %d", i+1, i)
+			assert.Greater(t, r.pulls[i].start, r.pulls[i-1].end, "pull %d starts the moment pull %d ends", i+1, i)
+		}
 	})
 }
 
@@ -114,19 +128,19 @@ func TestLatestConfigWins(t *testing.T) {
 				got[p.version] = p.start
 			}
 		}
-		assert.Equal(t, map[int64]time.Duration{1: 0, 2: 1500 * ms, 3: 1700 * ms, 4: 5000 * ms}, got)
+		assert.Equal(t, map[int64]time.Duration{1: 0, 2: 1500 * ms, 3: 1750 * ms, 4: 5000 * ms}, got)
 		assert.Equal(t, int64(4), r.latest)
 		assert.Equal(t, r.latest, r.inUse)
 	})
 }
 
-// At 2s the interval changes from 1s to 500ms: the pull due at 2.9s is
+// At 2s the interval changes from 1s to 500ms: the pull due at 2.95s is
 // replaced by one at 2.5s, and from then on pulls start 500ms after the
 // previous one ends.
 func TestIntervalChangeTakesEffectAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := starts(story(t))
-		assert.NotContains(t, s, 2900*ms)
+		assert.NotContains(t, s, 2950*ms)
 		assert.Equal(t, "new interval", s[2500*ms])
 		assert.Equal(t, "timer", s[3200*ms])
 		assert.Equal(t, "timer", s[3900*ms])
@@ -134,8 +148,8 @@ func TestIntervalChangeTakesEffectAtOnce(t *testing.T) {
 }
 
 // The switch goes off at 4s, in the middle of the pull that started at
-// 3.9s: that pull is cancelled at once, nothing runs until the switch is on
-// again at 5s, and the messages that arrive meanwhile are ignored.
+// 3.9s: Close cancels that pull at once, nothing runs until the switch is
+// on again at 5s, and the messages that arrive meanwhile are ignored.
 func TestSwitchStopsItAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := story(t)
@@ -155,9 +169,30 @@ func TestSwitchStopsItAtOnce(t *testing.T) {
 	})
 }
 
+// A consumer that loaded the Trigger just before the switch went off fires
+// it after Close: the Fire does nothing, with no lock between the two.
+func TestFireAfterSwitchOffDoesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		center := &configCenter{latency: 200 * ms}
+		client, url, _, _ := inMemory(center)
+		l := &loader{log: &timeline{w: io.Discard, start: time.Now()}, client: client, url: url, interval: time.Second, gap: 250 * ms}
+		l.switchOn()
+		tr := l.reload.Load()
+		time.Sleep(500 * ms) // pull 1 has run
+		require.NoError(t, l.switchOff(true))
+		tr.Fire()
+		tr.FireAfter(0)
+		tr.FireWithin(0)
+		l.updateNow(1)
+		time.Sleep(time.Hour)
+		assert.Len(t, l.report.pulls, 1, "pulls after the switch went off: %+v", l.report.pulls)
+		assert.Equal(t, 1, l.report.ignored)
+	})
+}
+
 // An interrupt at 1.505s comes while pull 3 runs and two "update now"
-// messages are still on their way: the messages are delivered, then Stop
-// cancels the pull, and nothing pulls afterwards.
+// messages are still on their way: Close cancels the pull at once, the
+// two messages find the switch off, and nothing pulls afterwards.
 func TestInterruptedDuringABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 1505*ms)
@@ -166,8 +201,9 @@ func TestInterruptedDuringABurst(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEmpty(t, r.pulls)
 		last := r.pulls[len(r.pulls)-1]
-		assert.Equal(t, pull{start: 1500 * ms, end: 1520 * ms, why: "1 update message", err: context.Canceled}, last)
+		assert.Equal(t, pull{start: 1500 * ms, end: 1505 * ms, why: "1 update message", err: context.Canceled}, last)
 		assert.Equal(t, 3, r.messages)
+		assert.Equal(t, 2, r.ignored)
 		n := len(r.pulls)
 		time.Sleep(time.Hour)
 		assert.Len(t, r.pulls, n, "a pull started after run returned")
