@@ -159,7 +159,9 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 		say string
 		act func()
 	}{
-		{0, "reload: Fire: a reload starts at once", reload.Fire},
+		// FireWithin rather than Fire: the Trigger's armings record due
+		// times for FireWithin to compare from its first FireWithin on.
+		{0, "reload: FireWithin(0): a reload starts at once", func() { reload.FireWithin(0) }},
 		{1, "reload: 4 \"update now\" messages during the reload coalesce into one more, due now: it starts 1 unit late, when this one ends", func() {
 			for range 4 {
 				reload.Fire()

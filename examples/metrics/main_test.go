@@ -381,7 +381,7 @@ func TestStory(t *testing.T) {
 		var out bytes.Buffer
 		require.NoError(t, run(context.Background(), &out, config{unit: 50 * ms, serve: inMemory}))
 		assert.Equal(t, ` 0.000s  serving http://metrics.test/metrics; the unit is 50ms
- 0.000s  reload: Fire: a reload starts at once
+ 0.000s  reload: FireWithin(0): a reload starts at once
  0.020s  registration: attempt 1: success; next in 100ms
  0.050s  reload: 4 "update now" messages during the reload coalesce into one more, due now: it starts 1 unit late, when this one ends
  0.140s  registration: attempt 2: error: registry: 503 Service Unavailable; next in 25ms
