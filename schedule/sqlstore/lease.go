@@ -15,6 +15,7 @@ import (
 // was taken over, finished or pruned. A lease that expired but was not
 // taken over yet is renewed.
 func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
+	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
 		return err
@@ -37,6 +38,7 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 // Like Claim, a Reclaim that has started is not cut short by ctx, for up
 // to Lease().
 func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+	s.mustBeMade()
 	ctx, cancel, err := settle(ctx, s.opts.lease)
 	if err != nil {
 		return schedule.Record{}, err

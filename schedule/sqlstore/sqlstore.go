@@ -80,7 +80,10 @@ var _ schedule.LeaseStore = (*Store)(nil)
 //
 // New returns an error, and no Store, if db is nil, the dialect is
 // unknown, an option is out of range, the database cannot be reached, or
-// its schema is newer than this package's (ErrSchemaTooNew).
+// its schema is newer than this package's (ErrSchemaTooNew). An in-memory
+// SQLite database belongs to one connection: New refuses one that the
+// pool's other connections would not see, unless db.SetMaxOpenConns(1)
+// was called.
 func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("sqlstore: New with a nil *sql.DB")
@@ -103,6 +106,14 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 		return nil, err
 	}
 	return s, nil
+}
+
+// mustBeMade panics if s is nil or was not made by New: misuse, where a
+// nil *sql.DB would otherwise panic deep inside database/sql.
+func (s *Store) mustBeMade() {
+	if s == nil || s.db == nil {
+		panic("sqlstore: Store not made by New")
+	}
 }
 
 // Lease returns the length of a claim's lease (WithLease).

@@ -13,6 +13,12 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
+// MaxJobLen is the longest Record.Job a Store accepts, in bytes. The job
+// name is half of the table's primary key, and PostgreSQL refuses an index
+// entry over 2704 bytes; the same limit holds on SQLite, so that a job
+// runs on either.
+const MaxJobLen = 1024
+
 // pruneEvery is how many Finish calls of a Store pass between two prunings
 // of the finished job's history.
 const pruneEvery = 16
@@ -52,6 +58,9 @@ func nanos(field string, t time.Time, null bool) (sql.NullInt64, error) {
 func toRow(r schedule.Record) (row, error) {
 	if r.Job == "" {
 		return row{}, errors.New("sqlstore: Record.Job is empty")
+	}
+	if len(r.Job) > MaxJobLen {
+		return row{}, fmt.Errorf("sqlstore: Record.Job is %d bytes, want at most %d: %.40q...", len(r.Job), MaxJobLen, r.Job)
 	}
 	if !isText(r.Job) {
 		return row{}, fmt.Errorf("sqlstore: Record.Job %q is not UTF-8 text without NUL", r.Job)
@@ -154,6 +163,7 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, err
 // mid-flight may have committed, and a claim whose caller believes it
 // failed would hold its slot, not run, until its lease expired.
 func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
+	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
 		return err
@@ -211,6 +221,7 @@ func (s *Store) checkPruned(ctx context.Context, r schedule.Record, w row) error
 // ctx is done: a claim left running would be taken over once its lease
 // expired, and its slot run again.
 func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
+	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
 		return err
@@ -280,6 +291,7 @@ func (s *Store) finish(ctx context.Context, r schedule.Record, w row) error {
 // Last returns the record with the latest Due of job, or
 // schedule.ErrNoRecord.
 func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
+	s.mustBeMade()
 	var w row
 	err := s.retry(ctx, func() error {
 		var err error
@@ -298,6 +310,7 @@ func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
 // History returns up to limit records of job, newest Due first. A limit of
 // 0 returns none; a negative limit is an error.
 func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.Record, error) {
+	s.mustBeMade()
 	if limit < 0 {
 		return nil, fmt.Errorf("sqlstore: History limit %d is negative", limit)
 	}
@@ -333,6 +346,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.
 // it deleted, is raised before the records go. Finish calls Prune after
 // every 16th Finish of the Store.
 func (s *Store) Prune(ctx context.Context, job string) (int64, error) {
+	s.mustBeMade()
 	keepOK, keepOther := s.opts.succeeded, s.opts.failed
 	var mark sql.NullInt64
 	err := s.retry(ctx, func() error {
