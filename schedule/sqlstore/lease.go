@@ -44,6 +44,14 @@ func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record,
 		return schedule.Record{}, err
 	}
 	defer cancel()
+	if s.dialect == SQLite {
+		switch ok, err := s.exists(ctx, s.q.expired, job); {
+		case err != nil:
+			return schedule.Record{}, fmt.Errorf("sqlstore: reclaiming %s: %w", job, err)
+		case !ok:
+			return schedule.Record{}, schedule.ErrNoRecord
+		}
+	}
 	start := time.Now().UnixNano()
 	var w row
 	err = s.retry(ctx, func() error {
