@@ -26,6 +26,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,7 +71,31 @@ type Store struct {
 	q       queries
 
 	finishes atomic.Uint64 // Finish calls, to prune every pruneEvery
+
+	// unsure holds the claims made through this Store whose statement
+	// failed: the connection may have broken after the commit, leaving
+	// a claim in the table that its caller does not run. The next Claim
+	// of that slot through this Store adopts it (adopt). Written by
+	// Claim, under mu.
+	mu     sync.Mutex
+	unsure map[slotKey]unsureClaim
 }
+
+type slotKey struct {
+	job string
+	due int64
+}
+
+type unsureClaim struct {
+	node    string
+	attempt int64
+	at      time.Time
+}
+
+// maxUnsure bounds the claims a Store remembers as unsure; past it, those
+// older than a lease are forgotten, then new ones are not remembered (the
+// slot then waits for its lease to expire and a takeover).
+const maxUnsure = 1024
 
 var _ schedule.LeaseStore = (*Store)(nil)
 
@@ -101,7 +126,7 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table)}
+	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table), unsure: make(map[slotKey]unsureClaim)}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
