@@ -60,7 +60,7 @@ func toRow(r schedule.Record) (row, error) {
 		return row{}, errors.New("sqlstore: Record.Job is empty")
 	}
 	if len(r.Job) > MaxJobLen {
-		return row{}, fmt.Errorf("sqlstore: Record.Job is %d bytes, want at most %d: %.40q...", len(r.Job), MaxJobLen, r.Job)
+		return row{}, fmt.Errorf("sqlstore: Record.Job is %d bytes, want at most %d (it starts %.40q)", len(r.Job), MaxJobLen, r.Job)
 	}
 	if !isText(r.Job) {
 		return row{}, fmt.Errorf("sqlstore: Record.Job %q is not UTF-8 text without NUL", r.Job)
