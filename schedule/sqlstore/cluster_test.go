@@ -81,6 +81,9 @@ func replica() error {
 		schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMisfire(c.Misfire),
 		schedule.WithObserver(func(r schedule.Record) {
 			say("rec %d %d %d %d", r.Due.UnixNano(), r.Status, r.Reason, r.Attempt)
+			if r.Err != "" {
+				fmt.Fprintf(os.Stderr, "%v %v: %s\n", r.Due.UTC().Format("15:04:05.0"), r.Status, r.Err)
+			}
 		}),
 	}
 	if c.Grace != 0 {
@@ -229,6 +232,8 @@ func parseEvent(node, line string) (event, error) {
 }
 
 // stop stops a replica the way an orchestrator does, and waits for it.
+// If the test has failed, it logs what the replica wrote to its standard
+// error: the errors of its records.
 func (c *cluster) stop(p *replicaProc) {
 	c.t.Helper()
 	p.stdin.Close()
@@ -236,6 +241,11 @@ func (c *cluster) stop(p *replicaProc) {
 	if err := p.cmd.Wait(); err != nil {
 		c.t.Errorf("%s: %v: %s", p.node, err, p.err.String())
 	}
+	c.t.Cleanup(func() {
+		if c.t.Failed() && p.err.Len() > 0 {
+			c.t.Logf("%s's standard error:\n%s", p.node, p.err.String())
+		}
+	})
 }
 
 // kill kills a replica with SIGKILL.
@@ -251,10 +261,37 @@ func (c *cluster) snapshot() []event {
 	return append([]event(nil), c.events...)
 }
 
-// settled returns the latest due time whose run surely ended by now, when
-// every run starts within 300ms of its slot.
+// settled returns the latest due time whose run should have ended by now,
+// when every run starts within 300ms of its slot; await waits for the
+// ones that did not.
 func (c *cluster) settled() time.Time {
 	return time.Now().Add(-c.cfg.MaxRun - 300*time.Millisecond)
+}
+
+// await waits, for up to 15s, until an observer has seen a Succeeded
+// record of each slot in (from, to], before the replicas are stopped: a
+// stop cancels the claims in flight, and a loaded machine (the race
+// detector, other work) may start a run later than settled allows. A slot
+// that is truly lost fails the checks that follow.
+func (c *cluster) await(from, to time.Time) {
+	slots := c.slotsBetween(from, to)
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ok := map[int64]bool{}
+		for _, e := range c.snapshot() {
+			if e.kind == "rec" && e.status == schedule.Succeeded {
+				ok[e.due] = true
+			}
+		}
+		missing := 0
+		for _, due := range slots {
+			if !ok[due] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+	}
 }
 
 // slotsBetween returns the slots of the schedule in (from, to].
@@ -306,7 +343,7 @@ func (tl tally) checkOnce(t *testing.T, slots []int64, reason func(int64) (sched
 	for _, due := range slots {
 		ends := tl.ends[due]
 		if len(ends) != 1 {
-			t.Errorf("slot %v ran to its end %d times; starts %v", time.Unix(0, due).UTC(), len(ends), tl.starts[due])
+			t.Errorf("slot %v ran to its end %d times; starts %v; records %v", time.Unix(0, due).UTC(), len(ends), tl.starts[due], tl.recs[due])
 			continue
 		}
 		if want, ok := reason(due); ok && ends[0].reason != want {

@@ -15,6 +15,7 @@ import (
 // was taken over, finished or pruned. A lease that expired but was not
 // taken over yet is renewed.
 func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
+	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
 		return err
@@ -37,11 +38,20 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 // Like Claim, a Reclaim that has started is not cut short by ctx, for up
 // to Lease().
 func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+	s.mustBeMade()
 	ctx, cancel, err := settle(ctx, s.opts.lease)
 	if err != nil {
 		return schedule.Record{}, err
 	}
 	defer cancel()
+	if s.dialect == SQLite {
+		switch ok, err := s.exists(ctx, s.q.expired, job); {
+		case err != nil:
+			return schedule.Record{}, fmt.Errorf("sqlstore: reclaiming %s: %w", job, err)
+		case !ok:
+			return schedule.Record{}, schedule.ErrNoRecord
+		}
+	}
 	start := time.Now().UnixNano()
 	var w row
 	err = s.retry(ctx, func() error {

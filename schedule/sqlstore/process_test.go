@@ -155,3 +155,32 @@ func TestClaimProcesses(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrateProcesses starts three processes on a database without the
+// schema: each creates or finds it (New) while the others do, then they
+// claim the same slots, each won once.
+func TestMigrateProcesses(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		const n = 50
+		var hs []*helper
+		for i := range 3 {
+			hs = append(hs, startHelper(t, "claimer", b, dsn, tableFor(t), fmt.Sprint("p", i), fmt.Sprint(n)))
+		}
+		wins := 0
+		for _, h := range hs {
+			h.wait(t)
+			wins += len(strings.Fields(h.stdout.String()))
+		}
+		if wins != n {
+			t.Errorf("%d slots won, want %d", wins, n)
+		}
+		var v int
+		if err := openDB(t, b.driver, dsn).QueryRow("SELECT version FROM " + tableFor(t) + "_schema").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != sqlstore.SchemaVersion() {
+			t.Errorf("schema version %d, want %d", v, sqlstore.SchemaVersion())
+		}
+	})
+}

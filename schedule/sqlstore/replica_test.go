@@ -10,8 +10,8 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// replicaSeconds is how long TestReplicas runs: 4s by default,
-// SQLSTORE_REPLICA_SECONDS=20 for the full length.
+// replicaSeconds is how long TestReplicas runs: 20s, 4s with -short, or
+// SQLSTORE_REPLICA_SECONDS.
 func replicaSeconds(t *testing.T) time.Duration {
 	if v := os.Getenv("SQLSTORE_REPLICA_SECONDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -20,7 +20,10 @@ func replicaSeconds(t *testing.T) time.Duration {
 		}
 		return time.Duration(n) * time.Second
 	}
-	return 4 * time.Second
+	if testing.Short() {
+		return 4 * time.Second
+	}
+	return 20 * time.Second
 }
 
 // TestReplicas runs three replica processes of Every(100ms) with random
@@ -28,20 +31,40 @@ func replicaSeconds(t *testing.T) time.Duration {
 // once, none twice, none lost. On SQLite the three share one file.
 func TestReplicas(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: 2 * time.Second, MaxRun: 250 * time.Millisecond})
+		// The lease is long and the Misfire policy RunAll: on a loaded
+		// machine a write to SQLite waited up to 2s for the lock, and
+		// ticks came over a second late. A lease shorter than such a
+		// wait lets a slot whose Finish waits be taken over and run
+		// again (DESIGN.md); a late tick reports the slots it passed
+		// Missed under MisfireRunOnce. Neither is what this test is
+		// about: each slot once among three processes.
+		c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: 30 * time.Second,
+			Misfire: schedule.MisfireRunAll, MaxRun: 250 * time.Millisecond})
 		for i := range 3 {
 			c.start(fmt.Sprint("n", i))
 		}
 		from := time.Now()
 		time.Sleep(replicaSeconds(t))
-		to := c.settled() // slots whose runs surely ended
+		to := c.settled()
+		c.await(from, to)
 		for _, p := range c.procs {
 			c.stop(p)
 		}
 		slots := c.slotsBetween(from, to)
 		tl := tallyOf(c.snapshot())
 		tl.checkNoneTwice(t)
-		tl.checkOnce(t, slots, func(int64) (schedule.Reason, bool) { return schedule.Scheduled, true })
+		reasons := map[schedule.Reason]int{}
+		tl.checkOnce(t, slots, func(due int64) (schedule.Reason, bool) {
+			if es := tl.ends[due]; len(es) == 1 {
+				reasons[es[0].reason]++
+			}
+			return 0, false
+		})
+		for r := range reasons {
+			if r != schedule.Scheduled && r != schedule.CatchUp {
+				t.Errorf("%d slots ran as %v", reasons[r], r)
+			}
+		}
 		c.checkStore(slots)
 		nodes := map[string]int{}
 		for _, due := range slots {
@@ -49,7 +72,7 @@ func TestReplicas(t *testing.T) {
 				nodes[es[0].node]++
 			}
 		}
-		t.Logf("%d slots, run by node: %v", len(slots), nodes)
+		t.Logf("%d slots, run by node: %v, by reason: %v", len(slots), nodes, reasons)
 		if len(nodes) < 2 {
 			t.Errorf("one node ran every slot: %v", nodes)
 		}
@@ -99,6 +122,7 @@ func TestCrash(t *testing.T) {
 		t.Logf("taken over %v after the kill: %.2f leases of %v", takeover.Round(time.Millisecond), float64(takeover)/float64(lease), lease)
 		time.Sleep(time.Second)
 		to := c.settled()
+		c.await(from, to)
 		for _, p := range c.procs[1:] {
 			c.stop(p)
 		}
@@ -120,14 +144,32 @@ func TestCrash(t *testing.T) {
 				recorded[r.Due.UnixNano()] = true
 			}
 		}
+		// The victim may also die after its Finish landed but before
+		// its observer printed the record: the store has it.
+		observed := map[int64]bool{}
+		for _, e := range events {
+			if e.node == "n0" && e.kind == "rec" {
+				observed[e.due] = true
+			}
+		}
+		for _, r := range h {
+			if due := r.Due.UnixNano(); r.Node == "n0" && !observed[due] {
+				events = append(events, event{node: "n0", kind: "rec", due: due, status: r.Status, reason: r.Reason, try: r.Attempt})
+			}
+		}
+		// Only the runs it started count: a late tick of the victim
+		// also reports slots Missed that the others ran, and its
+		// observer prints them, refused.
 		lost := map[int64]bool{}
+		for _, e := range events {
+			if e.node == "n0" && !recorded[e.due] && e.kind == "start" {
+				lost[e.due] = true
+			}
+		}
 		kept := events[:0:0]
 		for _, e := range events {
-			if e.node == "n0" && !recorded[e.due] && e.kind != "ready" {
-				lost[e.due] = true
-				if e.kind == "end" {
-					continue
-				}
+			if e.node == "n0" && lost[e.due] && e.kind == "end" {
+				continue
 			}
 			kept = append(kept, e)
 		}
@@ -169,7 +211,7 @@ func TestOutage(t *testing.T) {
 	if pg.server == nil {
 		t.Skip("PostgreSQL is not the tests' own (SQLSTORE_PG_DSN): cannot stop it")
 	}
-	c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: 10 * time.Second,
+	c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: 30 * time.Second,
 		Misfire: schedule.MisfireRunAll, MaxRun: 50 * time.Millisecond})
 	for i := range 3 {
 		c.start(fmt.Sprint("n", i))
@@ -188,6 +230,7 @@ func TestOutage(t *testing.T) {
 	t.Logf("PostgreSQL down from %v to %v", down.Sub(from).Round(time.Millisecond), time.Since(from).Round(time.Millisecond))
 	time.Sleep(3 * time.Second)
 	to := c.settled()
+	c.await(from, to)
 	for _, p := range c.procs {
 		c.stop(p)
 	}
@@ -241,6 +284,7 @@ func TestRestart(t *testing.T) {
 		ready := time.Now()
 		time.Sleep(time.Second)
 		to := c.settled()
+		c.await(ready, to)
 		c.stop(c.procs[len(c.procs)-1])
 
 		tl := tallyOf(c.snapshot()[before:])

@@ -125,5 +125,34 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlstore: committing the migration: %w", err)
 	}
 	done = true
+	if s.dialect == SQLite {
+		return s.checkShared(ctx, conn)
+	}
+	return nil
+}
+
+// checkShared returns an error if the SQLite database has no file (":memory:",
+// or "" for a temporary one) and is not shared by the pool's connections:
+// each connection would then have a database of its own, and the tables
+// New made would be missing on the others. It opens a second connection
+// while conn is held, unless the pool is limited to one.
+func (s *Store) checkShared(ctx context.Context, conn *sql.Conn) error {
+	var file string
+	if err := conn.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+		return fmt.Errorf("sqlstore: reading the database's file: %w", err)
+	}
+	if file != "" || s.db.Stats().MaxOpenConnections == 1 {
+		return nil
+	}
+	other, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlstore: connecting: %w", err)
+	}
+	defer other.Close()
+	var v int
+	if err := other.QueryRowContext(ctx, "SELECT version FROM "+s.opts.table+"_schema").Scan(&v); err != nil {
+		return fmt.Errorf("sqlstore: the SQLite database has no file and each connection has its own: "+
+			"call db.SetMaxOpenConns(1), share it (file:name?mode=memory&cache=shared) or use a file (SQLiteDSN): %w", err)
+	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,7 +71,31 @@ type Store struct {
 	q       queries
 
 	finishes atomic.Uint64 // Finish calls, to prune every pruneEvery
+
+	// unsure holds the claims made through this Store whose statement
+	// failed: the connection may have broken after the commit, leaving
+	// a claim in the table that its caller does not run. The next Claim
+	// of that slot through this Store adopts it (adopt). Written by
+	// Claim, under mu.
+	mu     sync.Mutex
+	unsure map[slotKey]unsureClaim
 }
+
+type slotKey struct {
+	job string
+	due int64
+}
+
+type unsureClaim struct {
+	node    string
+	attempt int64
+	at      time.Time
+}
+
+// maxUnsure bounds the claims a Store remembers as unsure; past it, those
+// older than a lease are forgotten, then new ones are not remembered (the
+// slot then waits for its lease to expire and a takeover).
+const maxUnsure = 1024
 
 var _ schedule.LeaseStore = (*Store)(nil)
 
@@ -80,7 +105,10 @@ var _ schedule.LeaseStore = (*Store)(nil)
 //
 // New returns an error, and no Store, if db is nil, the dialect is
 // unknown, an option is out of range, the database cannot be reached, or
-// its schema is newer than this package's (ErrSchemaTooNew).
+// its schema is newer than this package's (ErrSchemaTooNew). An in-memory
+// SQLite database belongs to one connection: New refuses one that the
+// pool's other connections would not see, unless db.SetMaxOpenConns(1)
+// was called.
 func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("sqlstore: New with a nil *sql.DB")
@@ -98,11 +126,19 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table)}
+	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table), unsure: make(map[slotKey]unsureClaim)}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// mustBeMade panics if s is nil or was not made by New: misuse, where a
+// nil *sql.DB would otherwise panic deep inside database/sql.
+func (s *Store) mustBeMade() {
+	if s == nil || s.db == nil {
+		panic("sqlstore: Store not made by New")
+	}
 }
 
 // Lease returns the length of a claim's lease (WithLease).

@@ -13,6 +13,12 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
+// MaxJobLen is the longest Record.Job a Store accepts, in bytes. The job
+// name is half of the table's primary key, and PostgreSQL refuses an index
+// entry over 2704 bytes; the same limit holds on SQLite, so that a job
+// runs on either.
+const MaxJobLen = 1024
+
 // pruneEvery is how many Finish calls of a Store pass between two prunings
 // of the finished job's history.
 const pruneEvery = 16
@@ -52,6 +58,9 @@ func nanos(field string, t time.Time, null bool) (sql.NullInt64, error) {
 func toRow(r schedule.Record) (row, error) {
 	if r.Job == "" {
 		return row{}, errors.New("sqlstore: Record.Job is empty")
+	}
+	if len(r.Job) > MaxJobLen {
+		return row{}, fmt.Errorf("sqlstore: Record.Job is %d bytes, want at most %d (it starts %.40q)", len(r.Job), MaxJobLen, r.Job)
 	}
 	if !isText(r.Job) {
 		return row{}, fmt.Errorf("sqlstore: Record.Job %q is not UTF-8 text without NUL", r.Job)
@@ -145,15 +154,31 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, err
 	return n, err
 }
 
-// Claim records r before its run starts, with a fresh lease. It returns schedule.ErrClaimed if the slot (r.Job, r.Due)
-// already has a record, or had one that pruning removed. An Attempt below 1
-// is recorded as 1; Renew and Finish match it the same way.
+// exists runs a query that answers one boolean.
+func (s *Store) exists(ctx context.Context, query string, args ...any) (bool, error) {
+	var ok bool
+	err := s.retry(ctx, func() error { return s.db.QueryRowContext(ctx, query, args...).Scan(&ok) })
+	return ok, err
+}
+
+// Claim records r before its run starts, with a fresh lease. It returns
+// schedule.ErrClaimed if the slot (r.Job, r.Due) already has a record, or
+// had one that pruning removed. An Attempt below 1 is recorded as 1; Renew
+// and Finish match it the same way.
 //
 // A Claim that ctx ends before it starts returns ctx.Err(). Once started,
 // ctx no longer cuts it short, for up to Lease(): a statement cancelled
 // mid-flight may have committed, and a claim whose caller believes it
 // failed would hold its slot, not run, until its lease expired.
+//
+// A Claim that returns an error other than ErrClaimed may still have
+// committed (the connection broke after the commit). The next Claim of
+// that slot through the same Store adopts that claim, if it is still
+// running under the same node and attempt, rather than returning
+// ErrClaimed: a catch-up of the slot runs it at once, instead of a
+// takeover once its lease expired.
 func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
+	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
 		return err
@@ -166,12 +191,66 @@ func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
 	n, err := s.exec(ctx, s.q.claim, w.job, w.due, w.reason, w.status, w.start, w.end, w.node, w.err, w.attempt,
 		s.opts.lease.Microseconds())
 	if err != nil {
+		s.remember(w)
+		return fmt.Errorf("sqlstore: claiming %s at %v: %w", r.Job, r.Due, err)
+	}
+	if n == 0 {
+		return s.adopt(ctx, r, w)
+	}
+	if s.dialect == PostgreSQL {
+		return s.checkPruned(ctx, r, w)
+	}
+	return nil
+}
+
+// remember notes the claim w, whose statement failed, as unsure: it may
+// have committed.
+func (s *Store) remember(w row) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unsure) >= maxUnsure {
+		for k, u := range s.unsure {
+			if time.Since(u.at) > s.opts.lease {
+				delete(s.unsure, k)
+			}
+		}
+		if len(s.unsure) >= maxUnsure {
+			return
+		}
+	}
+	s.unsure[slotKey{w.job, w.due}] = unsureClaim{node: w.node, attempt: w.attempt, at: time.Now()}
+}
+
+// adopt is Claim's answer when the slot of w has a record already. If an
+// earlier Claim of the slot through s failed, that claim may have
+// committed, and its caller, told it failed, does not run it: the slot
+// would wait for the lease to expire and a takeover. If the record is that
+// claim, still running with the same node and attempt, adopt hands it to
+// w, with a fresh lease; otherwise the slot is another's: ErrClaimed. An
+// unsure claim is adopted once, by the first Claim of its slot that finds
+// the record. Node names must differ between replicas, as for fencing.
+func (s *Store) adopt(ctx context.Context, r schedule.Record, w row) error {
+	k := slotKey{w.job, w.due}
+	s.mu.Lock()
+	u, ok := s.unsure[k]
+	delete(s.unsure, k)
+	s.mu.Unlock()
+	if !ok || u.attempt != w.attempt {
+		return schedule.ErrClaimed
+	}
+	n, err := s.exec(ctx, s.q.adopt, w.job, w.due, u.node, u.attempt, w.reason, w.status, w.start, w.end, w.node, w.err,
+		s.opts.lease.Microseconds())
+	if err != nil {
+		s.mu.Lock()
+		s.unsure[k] = u // still unsure
+		s.mu.Unlock()
 		return fmt.Errorf("sqlstore: claiming %s at %v: %w", r.Job, r.Due, err)
 	}
 	if n == 0 {
 		return schedule.ErrClaimed
 	}
 	if s.dialect == PostgreSQL {
+		// The unsure claim was not checked against pruning.
 		return s.checkPruned(ctx, r, w)
 	}
 	return nil
@@ -187,8 +266,10 @@ func (s *Store) checkPruned(ctx context.Context, r schedule.Record, w row) error
 	var k int
 	err := s.db.QueryRowContext(ctx, s.q.pruned, w.job, w.due).Scan(&k)
 	if err != nil {
-		// The claim stands unchecked: its caller does not run it, and
-		// its lease expires, so the slot is not lost.
+		// The claim stands unchecked: its caller does not run it; the
+		// next Claim of the slot through s adopts it, or its lease
+		// expires, so the slot is not lost.
+		s.remember(w)
 		return fmt.Errorf("sqlstore: claiming %s at %v: %w", r.Job, r.Due, err)
 	}
 	if k == 0 {
@@ -211,6 +292,7 @@ func (s *Store) checkPruned(ctx context.Context, r schedule.Record, w row) error
 // ctx is done: a claim left running would be taken over once its lease
 // expired, and its slot run again.
 func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
+	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
 		return err
@@ -280,6 +362,7 @@ func (s *Store) finish(ctx context.Context, r schedule.Record, w row) error {
 // Last returns the record with the latest Due of job, or
 // schedule.ErrNoRecord.
 func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
+	s.mustBeMade()
 	var w row
 	err := s.retry(ctx, func() error {
 		var err error
@@ -298,6 +381,7 @@ func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
 // History returns up to limit records of job, newest Due first. A limit of
 // 0 returns none; a negative limit is an error.
 func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.Record, error) {
+	s.mustBeMade()
 	if limit < 0 {
 		return nil, fmt.Errorf("sqlstore: History limit %d is negative", limit)
 	}
@@ -333,6 +417,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.
 // it deleted, is raised before the records go. Finish calls Prune after
 // every 16th Finish of the Store.
 func (s *Store) Prune(ctx context.Context, job string) (int64, error) {
+	s.mustBeMade()
 	keepOK, keepOther := s.opts.succeeded, s.opts.failed
 	var mark sql.NullInt64
 	err := s.retry(ctx, func() error {

@@ -1,0 +1,158 @@
+package sqlstore_test
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
+)
+
+// randomText returns n bytes of hex that no database compresses.
+func randomText(n int) string {
+	b := make([]byte, (n+1)/2)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}
+
+// TestLongJobName: a job name up to the limit round-trips on both
+// dialects; a longer one gets the same short error on both, where
+// PostgreSQL alone would refuse an index entry over 2704 bytes with a
+// message holding the whole name.
+func TestLongJobName(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithLease(100*time.Millisecond))
+		long := randomText(sqlstore.MaxJobLen)
+		r := running(long, 0, "a")
+		require.NoError(t, s.Claim(ctx, r))
+		require.NoError(t, s.Renew(ctx, r))
+		time.Sleep(150 * time.Millisecond)
+		got, err := s.Reclaim(ctx, long, "b")
+		require.NoError(t, err)
+		assert.Equal(t, long, got.Job)
+		got.Status = schedule.Succeeded
+		require.NoError(t, s.Finish(ctx, got))
+		last, err := s.Last(ctx, long)
+		require.NoError(t, err)
+		assert.Equal(t, long, last.Job)
+
+		for _, n := range []int{sqlstore.MaxJobLen + 1, 5000, 1 << 20} {
+			r := running(randomText(n), 0, "a")
+			want := fmt.Sprintf("sqlstore: Record.Job is %d bytes, want at most %d", n, sqlstore.MaxJobLen)
+			for name, err := range map[string]error{
+				"Claim":  s.Claim(ctx, r),
+				"Renew":  s.Renew(ctx, r),
+				"Finish": s.Finish(ctx, func() schedule.Record { r.Status = schedule.Missed; return r }()),
+			} {
+				if assert.Error(t, err, name) {
+					assert.True(t, strings.HasPrefix(err.Error(), want), "%s: %.200s", name, err)
+					assert.Less(t, len(err.Error()), 200, "%s: the error quotes the name", name)
+				}
+			}
+		}
+	})
+}
+
+// TestSQLiteInMemory: a plain in-memory SQLite database is one per
+// connection, and a pool opens several: New refuses it, unless the pool
+// holds one connection, rather than answer "no such table" on some calls
+// later. A shared-cache one is shared by the pool's connections.
+func TestSQLiteInMemory(t *testing.T) {
+	db := openDB(t, "sqlite", ":memory:")
+	_, err := sqlstore.New(ctx, db, sqlstore.SQLite)
+	require.ErrorContains(t, err, "SetMaxOpenConns(1)")
+
+	db = openDB(t, "sqlite", ":memory:")
+	db.SetMaxOpenConns(1)
+	s, err := sqlstore.New(ctx, db, sqlstore.SQLite)
+	require.NoError(t, err)
+	require.NoError(t, s.Claim(ctx, running("j", 0, "a")))
+
+	db = openDB(t, "sqlite", "file:shared_mem_test?mode=memory&cache=shared")
+	s, err = sqlstore.New(ctx, db, sqlstore.SQLite)
+	require.NoError(t, err)
+	// Several connections at once, each must see the table.
+	conns := make([]*sql.Conn, 3)
+	for i := range conns {
+		conns[i], err = db.Conn(ctx)
+		require.NoError(t, err)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	for i := range 6 {
+		require.NoError(t, s.Claim(ctx, running("j", i, "a")))
+	}
+}
+
+// TestZeroStore: a Store not made by New is misuse, and panics with a
+// message that says so, not a nil dereference inside database/sql.
+func TestZeroStore(t *testing.T) {
+	var zero sqlstore.Store
+	var nilStore *sqlstore.Store
+	for name, s := range map[string]*sqlstore.Store{"zero": &zero, "nil": nilStore} {
+		for call, f := range map[string]func(){
+			"Claim":   func() { _ = s.Claim(ctx, running("j", 0, "a")) },
+			"Finish":  func() { _ = s.Finish(ctx, schedule.Record{Job: "j", Due: slot(0), Status: schedule.Missed}) },
+			"Renew":   func() { _ = s.Renew(ctx, running("j", 0, "a")) },
+			"Reclaim": func() { _, _ = s.Reclaim(ctx, "j", "a") },
+			"Last":    func() { _, _ = s.Last(ctx, "j") },
+			"History": func() { _, _ = s.History(ctx, "j", 1) },
+			"Prune":   func() { _, _ = s.Prune(ctx, "j") },
+		} {
+			assert.PanicsWithValue(t, "sqlstore: Store not made by New", f, "%s Store, %s", name, call)
+		}
+	}
+}
+
+// TestLeaseIgnoresNodeClocks: nodes whose clocks are an hour ahead or
+// behind write Due and Start by them; the lease is the database's, so a
+// claim is taken over one lease after its last renewal whatever they say.
+func TestLeaseIgnoresNodeClocks(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const lease = 300 * time.Millisecond
+		dsn := b.dsn(t)
+		ahead := newStore(t, b, dsn, sqlstore.WithLease(lease))
+		behind := newStore(t, b, dsn, sqlstore.WithLease(lease))
+		now := time.Now()
+		for i, skew := range []time.Duration{time.Hour, -time.Hour} {
+			job := fmt.Sprint("j", i)
+			r := schedule.Record{Job: job, Due: now.Add(skew).Truncate(time.Second), Status: schedule.Running,
+				Start: now.Add(skew), Node: "skewed", Attempt: 1}
+			require.NoError(t, ahead.Claim(ctx, r))
+			claimed := time.Now()
+			// The other node's clock, an hour off the other way, does
+			// not expire the lease early.
+			_, err := behind.Reclaim(ctx, job, "other")
+			require.ErrorIs(t, err, schedule.ErrNoRecord, "skew %v: taken over at once", skew)
+			var got schedule.Record
+			for {
+				got, err = behind.Reclaim(ctx, job, "other")
+				if err == nil {
+					break
+				}
+				require.ErrorIs(t, err, schedule.ErrNoRecord)
+				require.Less(t, time.Since(claimed), 10*lease, "skew %v: not taken over within 10 leases", skew)
+				time.Sleep(lease / 20)
+			}
+			took := time.Since(claimed)
+			assert.GreaterOrEqual(t, took, lease-5*time.Millisecond, "skew %v", skew)
+			assert.Less(t, took, lease+200*time.Millisecond, "skew %v", skew)
+			assert.True(t, got.Due.Equal(r.Due), "the slot is the node's, skewed")
+			r.Status = schedule.Succeeded
+			require.ErrorIs(t, ahead.Finish(ctx, r), schedule.ErrLeaseLost, "a Finish after the lease was lost")
+			rec, err := ahead.Last(ctx, job)
+			require.NoError(t, err)
+			assert.Equal(t, schedule.Running, rec.Status, "the refused Finish changed nothing")
+			assert.Equal(t, "other", rec.Node)
+		}
+	})
+}
