@@ -95,6 +95,31 @@ func TestStoreOutageFollowsTheMisfirePolicy(t *testing.T) {
 	}
 }
 
+// A claim that works again before the catch-up, here a RunNow, does not
+// stand for the slots whose claims failed: they are still caught up.
+func TestOutageCaughtUpAfterALaterClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		store.setDown(true)
+		time.Sleep(30 * time.Second) // 45s
+		store.setDown(false)
+		time.Sleep(time.Second)
+		j.RunNow()                   // 46s: its claim works
+		time.Sleep(12 * time.Second) // 58s
+		stop(t, j)
+		summary := l.summary()
+		assert.Contains(t, summary, "20s Succeeded CatchUp 50s-51s")
+		assert.Contains(t, summary, "30s Succeeded CatchUp 51s-52s")
+		assert.Contains(t, summary, "40s Succeeded CatchUp 52s-53s")
+		assert.Contains(t, summary, "50s Succeeded Scheduled 53s-54s")
+	})
+}
+
 // onlyDues keeps the due, status and reason of summary lines.
 func onlyDues(s []string) []string {
 	var d []string

@@ -27,7 +27,8 @@ type active struct {
 
 	last   time.Time // the latest Due claimed, by this job or another, or read from the store
 	floor  time.Time // slots before it are never caught up: the job started, resumed or changed schedule then
-	outage bool      // the last store call failed: the next claim first catches up from last
+	outage bool      // a store call failed since the last catch-up: the next Scheduled run first catches up (MisfireRunAll)
+	missed time.Time // the earliest Due whose claim failed since the last catch-up, or zero: the catch-up starts there
 	look   bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
 }
 
@@ -405,12 +406,16 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 		j.mu.Lock()
 		switch {
 		case err == nil || errors.Is(err, ErrClaimed):
+			// A claim that works again does not end the outage: the
+			// slots whose claims failed are still owed (recoverOutage).
 			if r.Due.After(x.last) {
 				x.last = r.Due
 			}
-			x.outage = false
 		case ctx.Err() == nil:
 			x.outage = true
+			if r.Reason != Manual && (x.missed.IsZero() || r.Due.Before(x.missed)) {
+				x.missed = r.Due
+			}
 		}
 		j.mu.Unlock()
 		switch {
@@ -501,16 +506,20 @@ func (j *Job) call(ctx context.Context, r Run) (err error) {
 	return j.f(ctx, r)
 }
 
-// recoverOutage runs, before the slot due, the slots missed since the last
-// record the job knows, if its store failed since: under MisfireRunAll,
-// each of them, oldest first, up to the catch-up limit.
+// recoverOutage runs, before the slot due, the slots its store's failures
+// made it miss, if it failed since the last catch-up: under MisfireRunAll,
+// each of them, oldest first, up to the catch-up limit. They are the slots
+// from the first one whose claim failed; or, if the store failed when the
+// job started, the slots after the last record the job knows. A slot that
+// has a record by now, this job's or another replica's, is not run again:
+// its claim says ErrClaimed.
 func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc, x *active, due time.Time) {
 	j.mu.Lock()
-	outage, base, sched := x.outage, x.last, j.sched
-	if x.floor.After(base) {
-		base = x.floor
-	}
+	outage, missed, base, floor, sched := x.outage, x.missed, x.last, x.floor, j.sched
 	j.mu.Unlock()
+	if floor.After(base) {
+		base = floor
+	}
 	if !outage {
 		return
 	}
@@ -523,8 +532,13 @@ func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc,
 	case !errors.Is(err, ErrNoRecord):
 		return // still failing: the claim will say so
 	}
+	if !missed.IsZero() && !missed.Before(floor) && (base.IsZero() || missed.Before(base)) {
+		base = missed.Add(-1) // so that the first slot after it is the missed one itself
+	}
 	j.mu.Lock()
-	x.outage = false
+	if x.missed.Equal(missed) {
+		x.outage, x.missed = false, time.Time{}
+	}
 	j.mu.Unlock()
 	if base.IsZero() {
 		return // no record anywhere: a new job catches up nothing

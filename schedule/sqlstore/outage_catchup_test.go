@@ -2,7 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -18,18 +17,8 @@ import (
 // their slots are Skipped; once the lock is released, the Job must catch
 // every one of them up. Claims that were still waiting when the lock was
 // released succeed; one of them must not stand for the catch-up of the
-// others.
-//
-// It fails on package schedule as it is: a Job starts its catch-up only
-// before a Scheduled run whose job saw a claim fail, and any claim that
-// succeeds first (a claim that waited out the outage, or a CatchUp run of
-// a late tick) clears that, so the Skipped slots are never run. It runs
-// with SQLSTORE_KNOWN_DEFECTS=1, and is skipped otherwise until schedule
-// is fixed.
+// others: the Job catches up from the first slot whose claim failed.
 func TestLockOutageCatchUp(t *testing.T) {
-	if os.Getenv("SQLSTORE_KNOWN_DEFECTS") == "" {
-		t.Skip("a defect of package schedule; SQLSTORE_KNOWN_DEFECTS=1 runs it")
-	}
 	b := backends()[0]
 	dsn := b.dsn(t)
 	const lease = 300 * time.Millisecond
