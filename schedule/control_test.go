@@ -160,6 +160,29 @@ func TestTimeoutAndStop(t *testing.T) {
 	})
 }
 
+// A Stop that comes after the Func returned does not make its run
+// Canceled: the run finished, and is recorded as it finished.
+func TestStopAfterTheFuncReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		var j *schedule.Job
+		stopped := make(chan error, 1)
+		schedule.SetReturnedHook(func() {
+			schedule.SetReturnedHook(nil)
+			go func() { stopped <- j.Stop(context.Background()) }()
+			synctest.Wait() // Stop has cancelled the run's context and waits for it
+		})
+		defer schedule.SetReturnedHook(nil)
+		j = schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		require.NoError(t, <-stopped)
+		r := l.recs()
+		require.Len(t, r, 1)
+		assert.Equal(t, schedule.Succeeded, r[0].Status, r[0].Err)
+	})
+}
+
 // A Func that fails or panics makes a Failed run; the job goes on.
 func TestFailuresAndPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -448,11 +448,21 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	if ctx.Err() == nil { // not stopped or replaced since the claim
 		err = j.call(runCtx, r)
 	}
+	// The outcome is what the contexts said when the Func returned: a Stop
+	// or a replacement after that does not make a finished run Canceled.
+	var cause, runErr error
+	if ctx.Err() != nil {
+		cause = context.Cause(ctx)
+	}
+	runErr = runCtx.Err()
+	if testHookReturned != nil {
+		testHookReturned()
+	}
 	if renew != nil {
 		_ = renew.Stop(context.Background()) // no renewal after Finish
 	}
 	rec.End = time.Now().Round(0)
-	rec.Status, rec.Err = outcome(ctx, runCtx, c.timeout, err)
+	rec.Status, rec.Err = outcome(cause, runErr, c.timeout, err)
 	// A run that gave up its lease leaves the claim to expire, so that the
 	// slot is taken over and run again; any other outcome is recorded.
 	if !errors.Is(context.Cause(ctx), ErrLeaseNotRenewed) {
@@ -465,16 +475,18 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	}
 }
 
-// outcome returns the status of a run and its error message.
-func outcome(ctx, runCtx context.Context, timeout time.Duration, err error) (Status, string) {
+// outcome returns the status of a run and its error message, from the
+// cause of the run's cancellation, if it was cancelled, and the error of
+// its context, read when the Func returned.
+func outcome(cause, runErr error, timeout time.Duration, err error) (Status, string) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
 	}
-	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && runCtx.Err() != context.DeadlineExceeded {
+	if cause != nil && runErr != context.DeadlineExceeded {
 		return Canceled, joinErr(cause.Error(), msg)
 	}
-	if runCtx.Err() == context.DeadlineExceeded {
+	if runErr == context.DeadlineExceeded {
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg = "" // the Func passed on its context's error
 		}
