@@ -41,8 +41,8 @@ type Job struct {
 	mu    sync.Mutex
 	state uint8  // jobNew, jobStarting, jobStarted or jobStopped
 	flags uint8  // jobPaused, jobBusy, jobDirty, jobListed
-	gen   uint16 // the arming of timer: a callback of another one does nothing
 	idx   int32  // jobListed: the job's index in w.jobs, plus one; guarded by w.mu
+	gen   uint64 // the arming of timer: a callback of another one does nothing
 	name  string
 	f     Func
 	cfg   *config // shared defaultConfig unless options say otherwise
@@ -410,7 +410,7 @@ var (
 // never runs the job's Func itself. A wake before the next slot (the timer
 // was replaced after its callback started, or the wall clock was set back)
 // only arms the timer again.
-func (j *Job) wake(gen uint16) {
+func (j *Job) wake(gen uint64) {
 	now := time.Now().Round(0)
 	j.mu.Lock()
 	if gen != j.gen {
