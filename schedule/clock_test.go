@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/circulation-go/circulation"
 	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/wheel"
 )
 
 // held is a Scheduler that calls back only when the test says so: any
@@ -95,4 +97,71 @@ func TestStaleCallbackAfterGenerationWrap(t *testing.T) {
 	assert.Equal(t, 1, s.live(stale.code), "timers of the job live")
 	stop(t, j)
 	assert.Zero(t, s.live(stale.code))
+}
+
+// A Scheduler that stops arming timers under running jobs (a stopped
+// wheel.Wheel) crashes nothing and wedges nothing: a wake or a re-arm by
+// the watch that finds it closed leaves the job resting, with no next
+// slot; Resume and SetSchedule pass its panic to their caller once they
+// have let go of the job; Stop returns nil; and nothing runs after.
+func TestSchedulerClosedUnderJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Timers armed before 1.5s still call back; the machine sleeps
+		// from 1.2s for 10s, so that the watch re-arms every job.
+		s := &tally{closeAt: at(1500 * time.Millisecond), sleepFrom: at(1200 * time.Millisecond), sleepFor: 10 * time.Second}
+		var l journal
+		var jobs []*schedule.Job
+		for _, name := range []string{"a", "b", "c"} {
+			j := schedule.NewJob(name, schedule.Every(time.Second), l.work(0), schedule.WithScheduler(s),
+				schedule.WithObserver(l.observe))
+			start(t, j)
+			jobs = append(jobs, j)
+		}
+		jobs[2].Pause()
+		time.Sleep(20 * time.Second)
+		for _, j := range jobs[:2] {
+			assert.True(t, j.Next().IsZero(), "%s: Next, with no timer armed", j.Name())
+		}
+		assert.PanicsWithValue(t, errSchedulerClosed, jobs[2].Resume)
+		assert.True(t, jobs[2].Next().IsZero())
+		assert.PanicsWithValue(t, errSchedulerClosed, func() { jobs[0].SetSchedule(schedule.Every(time.Minute)) })
+		for _, j := range jobs {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			assert.NoError(t, j.Stop(ctx), j.Name())
+			cancel()
+		}
+		n := len(l.starts())
+		time.Sleep(time.Hour)
+		assert.Equal(t, n, len(l.starts()), "runs after Stop")
+		_, live, _ := s.counts()
+		assert.Zero(t, live)
+	})
+}
+
+// The same with a real wheel.Wheel stopped under a started job, a paused
+// one and one not yet started.
+func TestWheelStoppedUnderJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := wheel.New()
+		f := func(context.Context, schedule.Run) error { return nil }
+		a := schedule.NewJob("a", schedule.Every(time.Second), f, schedule.WithScheduler(w))
+		b := schedule.NewJob("b", schedule.Every(time.Second), f, schedule.WithScheduler(w))
+		c := schedule.NewJob("c", schedule.Every(time.Second), f, schedule.WithScheduler(w))
+		start(t, a)
+		start(t, b)
+		b.Pause()
+		time.Sleep(2500 * time.Millisecond)
+		w.Stop()
+		const msg = "wheel: AfterFunc on stopped Wheel"
+		assert.PanicsWithValue(t, msg, b.Resume)
+		assert.PanicsWithValue(t, msg, func() { a.SetSchedule(schedule.Every(time.Minute)) })
+		assert.PanicsWithValue(t, msg, func() { _ = c.Start(context.Background()) })
+		time.Sleep(time.Minute)
+		for _, j := range []*schedule.Job{a, b, c} {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			assert.NoError(t, j.Stop(ctx), j.Name())
+			assert.True(t, j.Next().IsZero(), j.Name())
+			cancel()
+		}
+	})
 }

@@ -334,7 +334,7 @@ func (j *Job) exitLocked(x *active) {
 	j.quietLocked()
 	if x.look && j.freeLocked(x) && j.state == jobStarted && !j.paused() && !j.next.IsZero() {
 		x.look = false
-		x.reclaim.Fire()
+		fire(x.reclaim)
 	}
 }
 
@@ -578,7 +578,13 @@ func (j *Job) renewer(ls LeaseStore, rec Record, since time.Time, cancel context
 		return 0, false
 	})
 	// A claim that took long left less than a lease: renew half-way to its
-	// end.
+	// end. A Scheduler that refuses the timer (a stopped wheel.Wheel)
+	// leaves the lease unrenewed: the run gives it up at once.
+	defer func() {
+		if r := recover(); r != nil {
+			cancel(fmt.Errorf("%w: %v", ErrLeaseNotRenewed, r))
+		}
+	}()
 	t.FireAfter(min(l/3, time.Until(deadline)/2))
 	return t
 }

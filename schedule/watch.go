@@ -104,9 +104,11 @@ func (w *watch) sync(j *Job) {
 	j.mu.Unlock()
 	switch {
 	case len(w.jobs) > 0 && w.t == nil:
-		w.prev, w.drift = time.Now(), 0
-		w.t = circulation.Bind(w.sched, w.check)
-		w.t.FireAfter(watchEvery)
+		t := circulation.Bind(w.sched, w.check)
+		if !fireAfter(t, watchEvery) {
+			return // a Scheduler that arms nothing (a stopped wheel.Wheel) has no clock to watch
+		}
+		w.prev, w.drift, w.t = time.Now(), 0, t
 		if w.key != nil {
 			// A watch that emptied left the map: this one may be back.
 			watches.mu.Lock()
@@ -127,6 +129,18 @@ func (w *watch) sync(j *Job) {
 			watches.mu.Unlock()
 		}
 	}
+}
+
+// fireAfter fires t after d, and reports false if the Scheduler panicked
+// instead.
+func fireAfter(t *circulation.Trigger, d time.Duration) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	t.FireAfter(d)
+	return true
 }
 
 // quiesce waits until the watcher suspended when the watch emptied, if
