@@ -2,8 +2,12 @@ package schedule_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"reflect"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -164,4 +168,59 @@ func TestWheelStoppedUnderJobs(t *testing.T) {
 			cancel()
 		}
 	})
+}
+
+// nanScheduler is a comparable Scheduler that is not equal to itself.
+type nanScheduler struct{ nan float64 }
+
+func (nanScheduler) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	return time.AfterFunc(d, f)
+}
+
+// A Scheduler whose equality lies (a NaN field) cannot be found in the
+// map of shared watches: each of its jobs gets a watch of its own, and the
+// map does not grow by one entry per job for good.
+func TestSchedulerUnequalToItselfLeavesNoWatch(t *testing.T) {
+	before := schedule.Watches()
+	s := nanScheduler{math.NaN()}
+	for i := range 100 {
+		j := schedule.NewJob(fmt.Sprint("j", i), schedule.Every(time.Hour), func(context.Context, schedule.Run) error { return nil },
+			schedule.WithScheduler(s))
+		start(t, j)
+		stop(t, j)
+	}
+	assert.LessOrEqual(t, schedule.Watches(), before, "watches of other tests may have gone meanwhile")
+}
+
+// A wheel.Wheel that its program stopped and dropped is not kept reachable
+// by its jobs' shared watch, whatever became of the jobs: started and
+// stopped, never started, started paused and stopped, or whose Start was
+// cancelled.
+func TestDroppedWheelIsCollected(t *testing.T) {
+	before := schedule.Watches()
+	var collected atomic.Bool
+	func() {
+		w := wheel.New()
+		runtime.AddCleanup(w, func(b *atomic.Bool) { b.Store(true) }, &collected)
+		f := func(context.Context, schedule.Run) error { return nil }
+		a := schedule.NewJob("a", schedule.Every(time.Hour), f, schedule.WithScheduler(w))
+		start(t, a)
+		stop(t, a)
+		schedule.NewJob("b", schedule.Every(time.Hour), f, schedule.WithScheduler(w))
+		c := schedule.NewJob("c", schedule.Every(time.Hour), f, schedule.WithScheduler(w))
+		c.Pause()
+		start(t, c)
+		stop(t, c)
+		d := schedule.NewJob("d", schedule.Every(time.Hour), f, schedule.WithScheduler(w))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.ErrorIs(t, d.Start(ctx), context.Canceled)
+		w.Stop()
+	}()
+	for i := 0; i < 100 && !collected.Load(); i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	assert.True(t, collected.Load(), "the wheel is still reachable")
+	assert.LessOrEqual(t, schedule.Watches(), before, "watches of other tests may have gone meanwhile")
 }
