@@ -31,6 +31,7 @@ type held struct {
 type heldTimer struct {
 	s              *held
 	d              time.Duration
+	at             time.Time // when the timer is due
 	f              func()
 	code           uintptr
 	stopped, fired bool
@@ -39,7 +40,7 @@ type heldTimer struct {
 func (s *held) AfterFunc(d time.Duration, f func()) circulation.Timer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := &heldTimer{s: s, d: d, f: f, code: reflect.ValueOf(f).Pointer()}
+	t := &heldTimer{s: s, d: d, at: time.Now().Add(d), f: f, code: reflect.ValueOf(f).Pointer()}
 	s.timers = append(s.timers, t)
 	return t
 }

@@ -6,3 +6,15 @@ func Watches() int {
 	defer watches.mu.Unlock()
 	return len(watches.m)
 }
+
+// Mutants are the mistakes the clock's explorer must catch, by name.
+var Mutants = map[string]uint8{
+	"wake ignores the generation":           mutantNoGeneration,
+	"a timer whose Stop failed is replaced": mutantArmOverBusy,
+}
+
+// SetMutant breaks the clock with mutant m until restore is called.
+func SetMutant(m uint8) (restore func()) {
+	testMutant = m
+	return func() { testMutant = mutantNone }
+}

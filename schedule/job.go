@@ -233,7 +233,7 @@ func (j *Job) setTimerLocked(now time.Time) (refused any) {
 	}
 	if t := j.timer; t != nil {
 		j.timer = nil
-		if !t.Stop() {
+		if !t.Stop() && testMutant != mutantArmOverBusy {
 			j.flags |= jobBusy | jobDirty // its callback is the current arming's
 			return nil
 		}
@@ -444,7 +444,7 @@ var (
 func (j *Job) wake(gen uint64) {
 	now := time.Now().Round(0)
 	j.mu.Lock()
-	if gen != j.gen {
+	if gen != j.gen && testMutant != mutantNoGeneration {
 		j.mu.Unlock()
 		return
 	}
