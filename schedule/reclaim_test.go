@@ -201,7 +201,7 @@ func TestReclaimStress(t *testing.T) {
 				require.NoError(t, store.Claim(context.Background(), r))
 			}
 			var mu sync.Mutex
-			recovered := map[time.Time]int{} // runs of each planted slot that reached their end
+			recovered := map[time.Time]int{}  // runs of each planted slot that reached their end
 			attempts := map[time.Time][]int{} // the attempts of each Recovered slot that started a run
 			var bad []string
 			inFlight := map[string]int{}
