@@ -3,3 +3,22 @@ package schedule
 // SetReturnedHook makes f run after each run's Func has returned, before
 // its outcome is recorded.
 func SetReturnedHook(f func()) { testHookReturned = f }
+
+// Watches returns how many Schedulers have a shared watch.
+func Watches() int {
+	watches.mu.Lock()
+	defer watches.mu.Unlock()
+	return len(watches.m)
+}
+
+// Mutants are the mistakes the clock's explorer must catch, by name.
+var Mutants = map[string]uint8{
+	"wake ignores the generation":           mutantNoGeneration,
+	"a timer whose Stop failed is replaced": mutantArmOverBusy,
+}
+
+// SetMutant breaks the clock with mutant m until restore is called.
+func SetMutant(m uint8) (restore func()) {
+	testMutant = m
+	return func() { testMutant = mutantNone }
+}

@@ -1,6 +1,20 @@
 package schedule
 
-// testHookReturned, set only by tests (export_test.go), runs in a run's
-// goroutine after its Func has returned and before its outcome is
-// recorded: a test calls Stop there.
-var testHookReturned func()
+// Test hooks, set only by tests (export_test.go). Each is a nil or zero
+// check where it is not set.
+var (
+	// testHookReturned runs in a run's goroutine after its Func has
+	// returned and before its outcome is recorded: a test calls Stop
+	// there.
+	testHookReturned func()
+
+	// testMutant breaks the clock's protocol on purpose, so that its
+	// explorer is seen to fail. It is mutantNone in production.
+	testMutant uint8
+)
+
+const (
+	mutantNone         uint8 = iota
+	mutantNoGeneration       // wake runs whatever arming its callback belongs to
+	mutantArmOverBusy        // a timer whose Stop reports false is replaced, not left to its callback
+)

@@ -41,8 +41,8 @@ type Job struct {
 	mu    sync.Mutex
 	state uint8  // jobNew, jobStarting, jobStarted or jobStopped
 	flags uint8  // jobPaused, jobBusy, jobDirty, jobListed
-	gen   uint16 // the arming of timer: a callback of another one does nothing
 	idx   int32  // jobListed: the job's index in w.jobs, plus one; guarded by w.mu
+	gen   uint64 // the arming of timer: a callback of another one does nothing
 	name  string
 	f     Func
 	cfg   *config // shared defaultConfig unless options say otherwise
@@ -152,6 +152,7 @@ func (j *Job) Start(ctx context.Context) error {
 	}
 
 	var obs []Record
+	var refused any // the Scheduler's panic when arming the job's timer
 	stopped := false
 	func() {
 		j.mu.Lock()
@@ -178,7 +179,7 @@ func (j *Job) Start(ctx context.Context) error {
 				obs = j.dueLocked(first, now, true)
 			}
 		}
-		j.armLocked(now)
+		refused = j.armLocked(now)
 	}()
 	if stopped {
 		return fmt.Errorf("%w: %q", ErrStopped, j.name)
@@ -186,16 +187,20 @@ func (j *Job) Start(ctx context.Context) error {
 	j.w.sync(j)
 	j.observe(obs)
 	if x := j.lease(); x != nil {
-		x.reclaim.Fire()
+		fire(x.reclaim)
+	}
+	if refused != nil {
+		panic(refused)
 	}
 	return nil
 }
 
 // armLocked sets the job's next slot, the first after now, and arms its
-// timer for it, or disarms it if there is none.
-func (j *Job) armLocked(now time.Time) {
+// timer for it, or disarms it if there is none. It returns what the
+// Scheduler panicked with, if it refused the timer (see setTimerLocked).
+func (j *Job) armLocked(now time.Time) (refused any) {
 	j.next = next(j.sched, now)
-	j.setTimerLocked(now)
+	return j.setTimerLocked(now)
 }
 
 // armedLocked reports whether the job's timer should be armed: the job is
@@ -216,31 +221,49 @@ func (j *Job) paused() bool { return j.flags&jobPaused != 0 }
 // arming's, or comes a second time, does nothing: a Scheduler that calls
 // back twice, late, or after a Stop that reported true never makes the
 // job wake twice for one arming.
-func (j *Job) setTimerLocked(now time.Time) {
+//
+// A Scheduler whose AfterFunc panics (a stopped wheel.Wheel) arms
+// nothing: the job is left with no next slot, as if its schedule had
+// ended, and setTimerLocked returns the panic's value, for the caller of
+// Start, Resume or SetSchedule to receive once it has let go of the job.
+func (j *Job) setTimerLocked(now time.Time) (refused any) {
 	if j.flags&jobBusy != 0 {
 		j.flags |= jobDirty
-		return
+		return nil
 	}
 	if t := j.timer; t != nil {
 		j.timer = nil
-		if !t.Stop() {
+		if !t.Stop() && testMutant != mutantArmOverBusy {
 			j.flags |= jobBusy | jobDirty // its callback is the current arming's
-			return
+			return nil
 		}
 		j.gen++
 	}
 	if j.armedLocked() {
 		j.gen++
 		gen := j.gen
+		defer func() {
+			if refused = recover(); refused != nil {
+				j.next = time.Time{}
+			}
+		}()
 		j.timer = j.w.sched.AfterFunc(max(j.next.Sub(now), 0), func() { j.wake(gen) })
 	}
+	return nil
+}
+
+// fire fires t, a Trigger of the job's own, and swallows the panic of a
+// Scheduler that refuses to arm it: it has no caller to go to.
+func fire(t *circulation.Trigger) {
+	defer func() { _ = recover() }()
+	t.Fire()
 }
 
 // rearm arms the job's timer again for its next slot by the wall clock
 // now: the job's watch calls it when the wall clock jumped.
 func (j *Job) rearm() {
 	j.mu.Lock()
-	j.setTimerLocked(time.Now().Round(0))
+	_ = j.setTimerLocked(time.Now().Round(0)) // no caller to tell: the job rests
 	j.mu.Unlock()
 }
 
@@ -294,13 +317,17 @@ func (j *Job) Resume() {
 		return
 	}
 	j.flags &^= jobPaused
+	var refused any
 	if j.state == jobStarted {
 		now := time.Now().Round(0)
 		j.noCatchUpBeforeLocked(now)
-		j.armLocked(now)
+		refused = j.armLocked(now)
 	}
 	j.mu.Unlock()
 	j.resync()
+	if refused != nil {
+		panic(refused)
+	}
 }
 
 // SetSchedule makes s the job's schedule: its next slot is the first of s
@@ -313,19 +340,23 @@ func (j *Job) SetSchedule(s Schedule) {
 		panic("schedule: SetSchedule with a nil Schedule")
 	}
 	var obs []Record
+	var refused any
 	j.mu.Lock()
 	if j.state == jobStarted && !j.paused() {
 		now := time.Now().Round(0)
 		obs = j.handDueLocked(now)
 		j.sched = s
 		j.noCatchUpBeforeLocked(now)
-		j.armLocked(now)
+		refused = j.armLocked(now)
 	} else {
 		j.sched = s
 	}
 	j.mu.Unlock()
 	j.resync()
 	j.observe(obs)
+	if refused != nil {
+		panic(refused)
+	}
 }
 
 // RunNow runs the job now, with Reason Manual, under the overlap policy.
@@ -410,10 +441,10 @@ var (
 // never runs the job's Func itself. A wake before the next slot (the timer
 // was replaced after its callback started, or the wall clock was set back)
 // only arms the timer again.
-func (j *Job) wake(gen uint16) {
+func (j *Job) wake(gen uint64) {
 	now := time.Now().Round(0)
 	j.mu.Lock()
-	if gen != j.gen {
+	if gen != j.gen && testMutant != mutantNoGeneration {
 		j.mu.Unlock()
 		return
 	}
@@ -426,11 +457,11 @@ func (j *Job) wake(gen uint16) {
 	j.mu.Unlock()
 	j.observe(obs)
 	if x := j.lease(); x != nil && due {
-		x.reclaim.Fire()
+		fire(x.reclaim)
 	}
 	j.mu.Lock()
 	j.flags &^= jobBusy | jobDirty
-	j.setTimerLocked(time.Now().Round(0))
+	_ = j.setTimerLocked(time.Now().Round(0)) // no caller to tell: the job rests
 	j.quietLocked()
 	j.mu.Unlock()
 	j.resync()

@@ -20,12 +20,13 @@ type leaseStore struct {
 	lease time.Duration
 
 	mu        sync.Mutex
-	leases    map[time.Time]lease // by Due (one job)
-	renewed   []time.Duration     // when Renew was called, since t0
-	renewDown bool                // Renew fails with errDown
-	renewHang bool                // Renew waits until its context is done
-	slow      time.Duration       // the next Reclaim that takes a claim over returns this much later
-	slowClaim time.Duration       // Claim takes this long before it claims
+	leases    map[time.Time]lease    // by Due (one job)
+	renewed   []time.Duration        // when Renew was called, since t0
+	renewDown bool                   // Renew fails with errDown
+	renewHang bool                   // Renew waits until its context is done
+	slow      time.Duration          // the next Reclaim that takes a claim over returns this much later
+	slowClaim time.Duration          // Claim takes this long before it claims
+	takenFrom map[time.Time][]string // by Due: the node of each lease that expired and was taken over
 }
 
 type lease struct {
@@ -115,6 +116,10 @@ func (s *leaseStore) reclaim(ctx context.Context, _, node string) (schedule.Reco
 		return schedule.Record{}, schedule.ErrNoRecord
 	}
 	r := oldest.rec
+	if s.takenFrom == nil {
+		s.takenFrom = map[time.Time][]string{}
+	}
+	s.takenFrom[r.Due] = append(s.takenFrom[r.Due], oldest.node)
 	r.Node, r.Attempt = node, r.Attempt+1
 	s.leases[r.Due] = lease{node, time.Now().Add(s.lease), r}
 	if err := s.MemoryStore.Finish(ctx, r); err != nil {

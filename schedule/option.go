@@ -194,7 +194,12 @@ func WithStore(s Store) Option {
 // circulation.RuntimeScheduler). A wheel.Wheel suits millions of jobs. The
 // jobs of one Scheduler share its watch of the wall clock; inside a
 // testing/synctest bubble, where a Scheduler that is not a pointer may be
-// shared with other bubbles, each such job watches for itself.
+// shared with other bubbles, each such job watches for itself. A pointer
+// Scheduler is taken to belong to one bubble: shared by the jobs of two,
+// the watch runs in one of them, and a sleep replayed in the other may go
+// unnoticed. If s panics in AfterFunc (a stopped wheel.Wheel), the job
+// arms nothing: its Next is zero, and Start, Resume and SetSchedule pass
+// the panic on to their caller; Stop still returns.
 func WithScheduler(s circulation.Scheduler) Option {
 	return optionFunc(func(c *config) { c.sched = s })
 }

@@ -182,19 +182,27 @@ func TestRunAttempt(t *testing.T) {
 // slots, under every overlap policy: each planted slot runs once, to its
 // end, as Recovered, on one replica or the other, and a replica never runs
 // two runs at once unless the policy is OverlapAllow.
+//
+// The lease is real time: a replica stalled past a lease (a loaded
+// machine) rightly loses it, and its slot is taken over and may run twice,
+// which the design does not promise against. The store names the nodes
+// whose lease of each slot was taken over; exactly-once is asserted for
+// the slots none of whose started runs lost its lease, which must be most
+// of them.
 func TestReclaimStress(t *testing.T) {
 	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow} {
 		t.Run(o.String(), func(t *testing.T) {
 			t.Parallel()
 			const dead = 40
-			store := newLeaseStoreKeep(20*time.Millisecond, 1<<14)
+			store := newLeaseStoreKeep(50*time.Millisecond, 1<<14)
 			base := time.Now().Add(-time.Hour).Truncate(time.Second)
 			for i := range dead {
 				r := schedule.Record{Job: "j", Due: base.Add(time.Duration(i) * time.Millisecond), Status: schedule.Running, Node: "dead", Attempt: 1}
 				require.NoError(t, store.Claim(context.Background(), r))
 			}
 			var mu sync.Mutex
-			recovered := map[time.Time]int{} // runs of each planted slot that reached their end
+			recovered := map[time.Time]int{}  // runs of each planted slot that reached their end
+			attempts := map[time.Time][]int{} // the attempts of each Recovered slot that started a run
 			var bad []string
 			inFlight := map[string]int{}
 			overlaps := 0
@@ -202,6 +210,9 @@ func TestReclaimStress(t *testing.T) {
 			for _, node := range []string{"a", "b"} {
 				j := schedule.NewJob("j", schedule.Every(2*time.Millisecond), func(ctx context.Context, r schedule.Run) error {
 					mu.Lock()
+					if r.Reason == schedule.Recovered {
+						attempts[r.Due] = append(attempts[r.Due], r.Attempt)
+					}
 					inFlight[node]++
 					if inFlight[node] > 1 {
 						overlaps++
@@ -245,9 +256,26 @@ func TestReclaimStress(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			assert.Len(t, recovered, dead, "planted slots that ran to their end")
-			for due, n := range recovered {
-				assert.Equal(t, 1, n, "slot %v ran to its end %d times", due, n)
+			store.mu.Lock()
+			stalled := 0
+			for i := range dead {
+				due := base.Add(time.Duration(i) * time.Millisecond)
+				from := store.takenFrom[due] // from[k-1]: the holder of attempt k, if its lease was taken over
+				lost := slices.ContainsFunc(attempts[due], func(a int) bool { return len(from) >= a })
+				switch {
+				case len(from) == 0 || from[0] != "dead":
+					t.Errorf("slot %v: taken over from %v, not from the dead node first", due, from)
+				case lost:
+					stalled++ // a run started, then its replica lost the lease: a second run is allowed
+					assert.NotZero(t, recovered[due], "slot %v never ran to its end", due)
+				default:
+					assert.Equal(t, 1, recovered[due], "slot %v ran to its end %d times", due, recovered[due])
+				}
+			}
+			store.mu.Unlock()
+			assert.LessOrEqual(t, stalled, dead/4, "slots whose lease a live replica lost: too many to test exactly-once")
+			if stalled > 0 {
+				t.Logf("%d of %d planted slots were stalled past a lease", stalled, dead)
 			}
 			assert.Empty(t, bad[:min(len(bad), 3)], "%d Recovered runs did not run to their end", len(bad))
 			if o != schedule.OverlapAllow {

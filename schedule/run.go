@@ -193,7 +193,7 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 			return obs
 		}
 		x.runners++
-		go j.runner(runs)
+		go j.runner(slices.Clone(runs)) // runs is the caller's: a RunNow's stays on its stack
 		return obs
 	}
 	if x.runners == 0 {
@@ -277,7 +277,11 @@ func (j *Job) runner(batch []pending) {
 		switch {
 		case len(batch) > 0:
 			p, batch = batch[0], batch[1:]
-		case len(x.queue) > 0:
+		case len(x.queue) == 1:
+			p = x.queue[0]
+			x.queue[0] = pending{}
+			x.queue = x.queue[:0] // keeps the array for the next run
+		case len(x.queue) > 1:
 			p = x.queue[0]
 			x.queue[0] = pending{}
 			x.queue = x.queue[1:]
@@ -309,7 +313,7 @@ func (j *Job) runner(batch []pending) {
 		x.runs = append(x.runs, flight{id: cur, cancel: cancel, recovered: p.claimed})
 		j.mu.Unlock()
 
-		j.execute(ctx, cancel, x, p)
+		j.execute(ctx, cancel, x, &p)
 		cancel(nil)
 
 		j.mu.Lock()
@@ -335,7 +339,7 @@ func (j *Job) exitLocked(x *active) {
 	j.quietLocked()
 	if x.look && j.freeLocked(x) && j.state == jobStarted && !j.paused() && !j.next.IsZero() {
 		x.look = false
-		x.reclaim.Fire()
+		fire(x.reclaim)
 	}
 }
 
@@ -388,7 +392,7 @@ func (j *Job) wait(ctx context.Context) error {
 
 // execute claims the slot of p (unless a LeaseStore handed it over
 // claimed), runs the Func, and records the outcome.
-func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *active, p pending) {
+func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) {
 	c := j.cfg
 	r := p.run
 	rec := p.rec
@@ -466,7 +470,8 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	// A run that gave up its lease leaves the claim to expire, so that the
 	// slot is taken over and run again; any other outcome is recorded.
 	if !errors.Is(context.Cause(ctx), ErrLeaseNotRenewed) {
-		if ferr := x.store.Finish(context.WithoutCancel(ctx), rec); ferr != nil {
+		// ctx has no values: the runner made it from context.Background.
+		if ferr := x.store.Finish(context.Background(), rec); ferr != nil {
 			rec.Err = joinErr(rec.Err, "schedule: finish: "+ferr.Error())
 		}
 	}
@@ -561,7 +566,7 @@ func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc,
 		if t.IsZero() || !t.Before(due) || ctx.Err() != nil {
 			return
 		}
-		j.execute(ctx, cancel, x, pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}})
+		j.execute(ctx, cancel, x, &pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}})
 	}
 }
 
@@ -604,7 +609,13 @@ func (j *Job) renewer(ls LeaseStore, rec Record, since time.Time, cancel context
 		return 0, false
 	})
 	// A claim that took long left less than a lease: renew half-way to its
-	// end.
+	// end. A Scheduler that refuses the timer (a stopped wheel.Wheel)
+	// leaves the lease unrenewed: the run gives it up at once.
+	defer func() {
+		if r := recover(); r != nil {
+			cancel(fmt.Errorf("%w: %v", ErrLeaseNotRenewed, r))
+		}
+	}()
 	t.FireAfter(min(l/3, time.Until(deadline)/2))
 	return t
 }

@@ -3,8 +3,10 @@ package schedule
 import (
 	"context"
 	"reflect"
+	"runtime"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/circulation-go/circulation"
 )
@@ -29,20 +31,22 @@ const (
 // Lock order: watch.mu, then Job.mu.
 type watch struct {
 	sched circulation.Scheduler
-	key   any // its key in watches; nil if the watch is a job's own
 
 	mu      sync.Mutex
 	jobs    []*Job               // each job's index here is its idx-1
 	t       *circulation.Trigger // the watcher; nil while jobs is empty
-	retired *circulation.Trigger // a watcher suspended when jobs emptied, until a Stop waits for it
+	retired *circulation.Trigger // the watcher, suspended when jobs emptied, until a Stop waits for it or jobs fill again
 	prev    time.Time            // the watcher's latest reading of the clock
 	drift   time.Duration        // how far the wall clock moved from the timers' clock since the jobs were last re-armed
 }
 
-// watches holds the shared watches, one per Scheduler.
+// watches holds the shared watches, one per Scheduler. It holds them
+// weakly: a watch lives as long as a job refers to it, and its entry then
+// leaves the map, so that a Scheduler dropped with its jobs (a stopped
+// wheel.Wheel) is not kept reachable.
 var watches struct {
 	mu sync.Mutex
-	m  map[any]*watch
+	m  map[any]weak.Pointer[watch]
 }
 
 // watchFor returns the watch of the jobs on s. Jobs share the watch of
@@ -50,27 +54,38 @@ var watches struct {
 // bubbles, whose timers must not be touched from another bubble: inside a
 // bubble (where time.Now has no monotonic reading), a job on a Scheduler
 // that is not a pointer, such as RuntimeScheduler, gets a watch of its own,
-// and so does a job on a Scheduler that cannot be a map key.
+// and so does a job on a Scheduler that cannot be a map key or is not equal
+// to itself (a NaN field).
 func watchFor(s circulation.Scheduler) *watch {
 	switch s.(type) {
 	case nil, circulation.RuntimeScheduler, *circulation.RuntimeScheduler:
 		s = circulation.RuntimeScheduler{}
 	}
 	v := reflect.ValueOf(s)
-	if !v.Comparable() || (!hasMono(time.Now()) && v.Kind() != reflect.Pointer) {
+	if !v.Comparable() || !v.Equal(v) || (!hasMono(time.Now()) && v.Kind() != reflect.Pointer) {
 		return &watch{sched: s}
 	}
 	watches.mu.Lock()
 	defer watches.mu.Unlock()
-	w := watches.m[s]
-	if w == nil {
-		if watches.m == nil {
-			watches.m = make(map[any]*watch)
-		}
-		w = &watch{sched: s, key: s}
-		watches.m[s] = w
+	if w := watches.m[s].Value(); w != nil {
+		return w
 	}
+	if watches.m == nil {
+		watches.m = make(map[any]weak.Pointer[watch])
+	}
+	w := &watch{sched: s}
+	watches.m[s] = weak.Make(w)
+	runtime.AddCleanup(w, forgetWatch, any(s))
 	return w
+}
+
+// forgetWatch removes the entry of s from watches once its watch is gone.
+func forgetWatch(s any) {
+	watches.mu.Lock()
+	defer watches.mu.Unlock()
+	if watches.m[s].Value() == nil {
+		delete(watches.m, s)
+	}
 }
 
 // hasMono reports whether t carries a monotonic clock reading.
@@ -104,29 +119,30 @@ func (w *watch) sync(j *Job) {
 	j.mu.Unlock()
 	switch {
 	case len(w.jobs) > 0 && w.t == nil:
-		w.prev, w.drift = time.Now(), 0
-		w.t = circulation.Bind(w.sched, w.check)
-		w.t.FireAfter(watchEvery)
-		if w.key != nil {
-			// A watch that emptied left the map: this one may be back.
-			watches.mu.Lock()
-			if watches.m[w.key] == nil {
-				watches.m[w.key] = w
-			}
-			watches.mu.Unlock()
+		t := w.retired // suspended: fired again, it runs check once more, never twice at once
+		if t == nil {
+			t = circulation.Bind(w.sched, w.check)
 		}
+		if !fireAfter(t, watchEvery) {
+			return // a Scheduler that arms nothing (a stopped wheel.Wheel) has no clock to watch
+		}
+		w.prev, w.drift, w.t, w.retired = time.Now(), 0, t, nil
 	case len(w.jobs) == 0 && w.t != nil:
 		w.t.Suspend()
 		w.retired, w.t = w.t, nil
-		if w.key != nil {
-			// Do not keep the Scheduler (a wheel) reachable for nothing.
-			watches.mu.Lock()
-			if watches.m[w.key] == w {
-				delete(watches.m, w.key)
-			}
-			watches.mu.Unlock()
-		}
 	}
+}
+
+// fireAfter fires t after d, and reports false if the Scheduler panicked
+// instead.
+func fireAfter(t *circulation.Trigger, d time.Duration) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	t.FireAfter(d)
+	return true
 }
 
 // quiesce waits until the watcher suspended when the watch emptied, if

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -27,12 +28,15 @@ type tally struct {
 	lag       time.Duration
 	sleepFrom time.Time
 	sleepFor  time.Duration
+	closeAt   time.Time // from then on AfterFunc panics, as a stopped wheel's does; timers armed before still call back
 
 	mu          sync.Mutex
 	calls, live int
 	liveBy      map[uintptr]int // by the code of f: the job's timers, and its watch's
 	maxBy       map[uintptr]int
 }
+
+var errSchedulerClosed = errors.New("tally: AfterFunc on a closed Scheduler")
 
 type tallyTimer struct {
 	s    *tally
@@ -54,6 +58,9 @@ func (c *tallyTimer) Stop() bool {
 }
 
 func (s *tally) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	if !s.closeAt.IsZero() && !time.Now().Before(s.closeAt) {
+		panic(errSchedulerClosed)
+	}
 	code := reflect.ValueOf(f).Pointer()
 	s.mu.Lock()
 	if s.liveBy == nil {
