@@ -254,8 +254,42 @@ func (t *Trigger) obs() *observer {
 	return t.ext.obs
 }
 
+// How a fire was taken, for observeFire.
+const (
+	fireArmed        = iota // it armed a timer of its own
+	fireJoinedRun           // it joined the run in flight: one more run follows it
+	fireJoinedArming        // it joined a pending arming that had not started
+)
+
+// observeFire counts a fire the Trigger took, how, over the state s, and
+// counts a run owed after the run in flight that it dropped.
+func (t *Trigger) observeFire(s uint32, how int) {
+	o := t.ext.obs
+	if o == nil {
+		return
+	}
+	o.fired(how != fireArmed, how == fireJoinedRun)
+	if how == fireArmed {
+		o.dropped(s)
+	}
+}
+
+// observeReserve records the time of a reservation about to be published,
+// if the Trigger is observed.
+//
+//go:noinline
+func (t *Trigger) observeReserve(due int64) {
+	if o := t.ext.obs; o != nil {
+		o.noteReserve(due)
+	}
+}
+
 // fired counts a fire the Trigger took; joined says it needed no arming of
-// its own, and running that it joined the run in flight.
+// its own, and running that it joined the run in flight. It is kept out of
+// line, as noteReserve and dropped are, so that the Fire path of a Trigger
+// without an observer stays as short as it was.
+//
+//go:noinline
 func (o *observer) fired(joined, running bool) {
 	o.fires.Add(1)
 	if joined {
@@ -267,6 +301,8 @@ func (o *observer) fired(joined, running bool) {
 }
 
 // noteReserve records the time of a reservation about to be published.
+//
+//go:noinline
 func (o *observer) noteReserve(due int64) {
 	if due == 0 {
 		due = time.Now().UnixNano()
@@ -289,6 +325,8 @@ func (o *observer) supersede(sh *shot) {
 // dropped counts the run owed after the run in flight, if the state s the
 // caller replaced had one, as superseded: an arming whose timer fired
 // during the run (see enter), or a Fire made during it.
+//
+//go:noinline
 func (o *observer) dropped(s uint32) {
 	if !reserved(s) {
 		return

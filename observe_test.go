@@ -363,6 +363,30 @@ func TestObserverOwedRuns(t *testing.T) {
 			assert.Equal(t, circulation.TriggerStats{Runs: 1, Fires: 2, Superseded: 1}, tr.Stats())
 		})
 	})
+	t.Run("DroppedByFireAfter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ev := &trace{start: time.Now()}
+			release := make(chan struct{})
+			var k atomic.Int32
+			tr := circulation.Bind(nil, func(ctx context.Context) (time.Duration, bool) {
+				if k.Add(1) == 1 {
+					<-release
+				}
+				return 0, false
+			}, circulation.WithObserver(ev.observe))
+			tr.Fire()
+			synctest.Wait()
+			tr.Fire()               // owed after the run, due at 0
+			time.Sleep(time.Second) //
+			tr.FireAfter(time.Hour) // drops it
+			close(release)
+			require.NoError(t, tr.Stop(context.Background())) // supersedes the hour
+			sup := stripMono(ev.of(circulation.ArmingSuperseded))
+			require.Len(t, sup, 2)
+			assert.Equal(t, []time.Time{ev.at(0), ev.at(time.Hour + time.Second)}, []time.Time{sup[0].Due, sup[1].Due})
+			assert.Equal(t, circulation.TriggerStats{Runs: 1, Fires: 3, Coalesced: 1, Superseded: 2}, tr.Stats())
+		})
+	})
 	t.Run("FireWithinJoins", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ev := &trace{start: time.Now()}

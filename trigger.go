@@ -39,22 +39,20 @@ type Func func(ctx context.Context) (next time.Duration, ok bool)
 // FireWithin and Suspend take no lock: they publish one compare-and-swap on
 // a packed uint32 (see state.go).
 type Trigger struct {
-	state   atomic.Uint32        // reserved | running | canceled | superseded | version; see state.go
+	state   atomic.Uint32 // reserved | running | canceled | superseded | closed | within | version; see state.go
+	waiters atomic.Int32  // goroutines in Stop waiting for live to reach zero
+
+	// ext is read on the Fire path (for an observer), so it sits in the
+	// state's cache line.
+	ext *extra // nil without WithMinInterval, WithContext, WithStats and WithObserver
+
 	pending atomic.Pointer[shot] // the timer of the latest arming, if any (see settle)
 	spare   atomic.Pointer[shot] // a recycled shot ready to be armed again (see shot)
 	live    atomic.Int64         // shots armed whose callback has neither finished nor been cancelled
-	waiters atomic.Int32         // goroutines in Stop waiting for live to reach zero
 
 	f       Func
 	sched   Scheduler
-	recycle bool // shots are reused: sched is RuntimeScheduler, whose Stop is exact
 	onPanic func(recovered any)
-	ext     *extra // nil without WithMinInterval and WithContext
-
-	// timed says that armings record their due time (shot.due), at the
-	// cost of reading the clock: set by the first FireWithin, which
-	// compares due times, and never cleared.
-	timed atomic.Bool
 
 	// cur is the context of the iteration in flight, stored by the goroutine
 	// running f as the iteration begins and withdrawn as it ends; a Suspend
@@ -63,6 +61,13 @@ type Trigger struct {
 
 	idleMu sync.Mutex
 	idle   chan struct{} // closed when live reaches zero while someone waits in Stop
+
+	// timed says that armings record their due time for FireWithin to
+	// compare (shot.due, shotTimed), at the cost of reading the clock: set
+	// by the first FireWithin, and never cleared.
+	timed atomic.Bool
+
+	recycle bool // shots are reused: sched is RuntimeScheduler, whose Stop is exact
 }
 
 // Bind returns a Trigger that runs f on s. The Trigger starts idle: nothing
@@ -132,21 +137,22 @@ func (t *Trigger) FireAfter(d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
-	o := t.obs()
+	// The observer's calls are behind a check of ext each, out of line,
+	// so that a Trigger without one runs the Fire path it always had.
 	for {
 		s := t.state.Load()
 		if closed(s) {
 			return
 		}
 		if d == 0 && running(s) {
-			if o != nil && !reserved(s) {
-				o.noteReserve(0)
+			if t.ext != nil && !reserved(s) {
+				t.observeReserve(0)
 			}
 			n := reserve(s)
 			if t.state.CompareAndSwap(s, n) {
 				t.disarm()
-				if o != nil {
-					o.fired(true, true)
+				if t.ext != nil {
+					t.observeFire(s, fireJoinedRun)
 				}
 				return
 			}
@@ -155,8 +161,8 @@ func (t *Trigger) FireAfter(d time.Duration) {
 		if d == 0 {
 			switch t.coalesce(s) {
 			case coalesced:
-				if o != nil {
-					o.fired(true, false)
+				if t.ext != nil {
+					t.observeFire(s, fireJoinedArming)
 				}
 				return
 			case retry:
@@ -165,9 +171,8 @@ func (t *Trigger) FireAfter(d time.Duration) {
 		}
 		n := advance(s)
 		if t.state.CompareAndSwap(s, n) {
-			if o != nil {
-				o.fired(false, false)
-				o.dropped(s)
+			if t.ext != nil {
+				t.observeFire(s, fireArmed)
 			}
 			t.arm(version(n), d)
 			return
