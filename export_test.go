@@ -45,3 +45,7 @@ func SetBeginHook(f func()) { testHookBegin = f }
 // SetKeepHook makes f run inside FireWithin after it found no pending
 // arming due sooner to keep, before it publishes its own.
 func SetKeepHook(f func()) { testHookKeep = f }
+
+// SetFlushHook makes f run in Shutdown before the compare-and-swap that
+// closes the Trigger.
+func SetFlushHook(f func()) { testHookFlush = f }

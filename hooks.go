@@ -18,4 +18,7 @@ var (
 	// testHookKeep runs in fireWithin after keep found no arming to keep
 	// and before the compare-and-swap that supersedes the pending one.
 	testHookKeep func()
+	// testHookFlush runs in Shutdown's flush before the compare-and-swap
+	// that closes the Trigger.
+	testHookFlush func()
 )

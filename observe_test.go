@@ -463,6 +463,45 @@ func TestObserverShutdown(t *testing.T) {
 	})
 }
 
+// A FireAfter that supersedes the pending arming while Shutdown is about
+// to hurry it is counted; and of two Shutdowns, the one that loses does not
+// make the hurried arming count as superseded.
+func TestObserverShutdownRaces(t *testing.T) {
+	t.Run("FireAfter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { return 0, false }, circulation.WithStats())
+			tr.FireAfter(time.Hour)
+			var calls atomic.Int32
+			circulation.SetFlushHook(func() {
+				if calls.Add(1) == 1 {
+					tr.FireAfter(time.Hour)
+				}
+			})
+			defer circulation.SetFlushHook(nil)
+			require.NoError(t, tr.Shutdown(context.Background()))
+			assert.Equal(t, circulation.TriggerStats{Runs: 1, Fires: 2, Superseded: 1}, tr.Stats())
+		})
+	})
+	t.Run("TwoShutdowns", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { return 0, false }, circulation.WithStats())
+			tr.FireAfter(time.Hour)
+			var calls atomic.Int32
+			done := make(chan error)
+			circulation.SetFlushHook(func() {
+				if calls.Add(1) == 1 {
+					go func() { done <- tr.Shutdown(context.Background()) }()
+					synctest.Wait() // the other Shutdown wins, and hurries the arming
+				}
+			})
+			defer circulation.SetFlushHook(nil)
+			require.NoError(t, tr.Shutdown(context.Background()))
+			require.NoError(t, <-done)
+			assert.Equal(t, circulation.TriggerStats{Runs: 1, Fires: 1}, tr.Stats())
+		})
+	})
+}
+
 // Observing a Trigger does not change when its Func runs: FireWithin
 // still replaces an arming made before the Trigger's first FireWithin.
 func TestObservingChangesNothing(t *testing.T) {

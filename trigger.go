@@ -268,20 +268,22 @@ func (t *Trigger) flush(s uint32) bool {
 	p := t.pending.Load()
 	hurry := p != nil && p.version.Load() == version(s) && p.flags.Load()&(shotClaimed|shotDead|shotNow) == 0
 	o := t.obs()
-	if o != nil && hurry {
-		// The hurried arming is replaced by one due now, or by a
-		// reservation made now: its run is not superseded.
-		if running(s) && !reserved(s) {
-			o.noteReserve(0)
-		}
-		o.hurried.Store(p)
+	if o != nil && hurry && running(s) && !reserved(s) {
+		o.noteReserve(0)
 	}
 	n := shutdown(s, hurry)
+	if testHookFlush != nil {
+		testHookFlush()
+	}
 	if !t.state.CompareAndSwap(s, n) {
-		if o != nil && hurry {
-			o.hurried.CompareAndSwap(p, nil)
-		}
 		return false
+	}
+	if o != nil && hurry {
+		// The hurried arming is replaced by one due now, or by a
+		// reservation made now: its run is not superseded. Only this
+		// goroutine kills it: the Trigger is closed, so no later Fire,
+		// FireAfter or FireWithin arms anything to supersede it.
+		o.hurried.Store(p)
 	}
 	if hurry {
 		if running(s) {

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -302,5 +303,30 @@ func TestSlowClaimIsRenewedInTime(t *testing.T) {
 		}
 		assert.Equal(t, []string{"1m8.5s", "1m11.5s", "1m14.5s", "1m17.5s", "1m20.5s", "1m23.5s", "1m26.5s"}, s,
 			"the claim was sent at 1m0s: the first renewal comes half-way to 1m9s")
+	})
+}
+
+// A lease given up after the Func returned, before its outcome was
+// recorded, decides the run's record: the slot is left to be taken over,
+// and the Observer is not told it succeeded.
+func TestLeaseGivenUpAfterTheFuncReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := newLeaseStore(9 * time.Second)
+		schedule.SetReturnedHook(func() { time.Sleep(10 * time.Second) })
+		defer schedule.SetReturnedHook(nil)
+		j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(5*time.Second),
+			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(61 * time.Second)
+		store.mu.Lock()
+		store.renewDown = true
+		store.mu.Unlock()
+		time.Sleep(20 * time.Second)
+		stop(t, j)
+		r := l.recs()
+		require.NotEmpty(t, r)
+		assert.Equal(t, schedule.Canceled, r[0].Status, r[0].Err)
+		assert.ErrorContains(t, errors.New(r[0].Err), schedule.ErrLeaseNotRenewed.Error())
 	})
 }

@@ -465,11 +465,16 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	if renew != nil {
 		_ = renew.Stop(context.Background()) // no renewal after Finish
 	}
+	// A lease given up since, even after the Func returned, decides: the
+	// slot is taken over and run again, so this run is not its outcome.
+	if lost := context.Cause(ctx); errors.Is(lost, ErrLeaseNotRenewed) {
+		cause = lost
+	}
 	rec.End = time.Now().Round(0)
 	rec.Status, rec.Err = outcome(cause, runErr, c.timeout, err)
 	// A run that gave up its lease leaves the claim to expire, so that the
 	// slot is taken over and run again; any other outcome is recorded.
-	if !errors.Is(context.Cause(ctx), ErrLeaseNotRenewed) {
+	if !errors.Is(cause, ErrLeaseNotRenewed) {
 		// ctx has no values: the runner made it from context.Background.
 		if ferr := x.store.Finish(context.Background(), rec); ferr != nil {
 			rec.Err = joinErr(rec.Err, "schedule: finish: "+ferr.Error())
