@@ -316,9 +316,14 @@ func (o *observer) supersede(sh *shot) {
 	if o.hurried.Load() == sh && o.hurried.CompareAndSwap(sh, nil) {
 		return
 	}
+	o.counted(sh.due.Load())
+}
+
+// counted counts an arming or owed run, due at due, as superseded.
+func (o *observer) counted(due int64) {
 	o.superseded.Add(1)
 	if o.f != nil {
-		o.f(TriggerEvent{Kind: ArmingSuperseded, Due: unixNano(sh.due.Load())})
+		o.f(TriggerEvent{Kind: ArmingSuperseded, Due: unixNano(due)})
 	}
 }
 
@@ -328,11 +333,7 @@ func (o *observer) supersede(sh *shot) {
 //
 //go:noinline
 func (o *observer) dropped(s uint32) {
-	if !reserved(s) {
-		return
-	}
-	o.superseded.Add(1)
-	if o.f != nil {
-		o.f(TriggerEvent{Kind: ArmingSuperseded, Due: unixNano(o.reservedAt.Load())})
+	if reserved(s) {
+		o.counted(o.reservedAt.Load())
 	}
 }

@@ -90,7 +90,7 @@ func (t *Trigger) fireWithin(due int64, again bool) {
 		n := advanceWithin(s)
 		if t.state.CompareAndSwap(s, n) {
 			t.firedWithin(again, false, false)
-			if od, ok := t.superseded(s, due); ok {
+			if od, ok := t.soonerSuperseded(s, due); ok {
 				due, d = od, time.Duration(od-time.Now().UnixNano())
 			}
 			var f uint32
@@ -137,7 +137,7 @@ func (t *Trigger) keep(s uint32, due int64) coalescing {
 	return coalesced
 }
 
-// superseded is what fireWithin does after publishing over the state s: it
+// soonerSuperseded is what fireWithin does after publishing over the state s: it
 // looks at the arming of s that it superseded, if that arming's timer has
 // reached the pending slot since keep looked, and reports its due time if
 // it is due sooner than due. The new arming then takes that time: earliest
@@ -146,7 +146,7 @@ func (t *Trigger) keep(s uint32, due int64) coalescing {
 // place). A claimed shot has started its callback: it is taken only if
 // within(s) says that its callback has not entered yet (enter clears the
 // bit), since one that has entered may have run already.
-func (t *Trigger) superseded(s uint32, due int64) (int64, bool) {
+func (t *Trigger) soonerSuperseded(s uint32, due int64) (int64, bool) {
 	p := t.pending.Load()
 	if p == nil || p.version.Load() != version(s) {
 		return 0, false
