@@ -29,6 +29,7 @@ type active struct {
 	floor  time.Time // slots before it are never caught up: the job started, resumed or changed schedule then
 	outage bool      // a store call failed since the last catch-up: the next Scheduled run first catches up (MisfireRunAll)
 	missed time.Time // the earliest Due whose claim failed since the last catch-up, or zero: the catch-up starts there
+	fails  uint64    // claims that failed: a catch-up ends the outage only if none failed while it looked
 	look   bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
 }
 
@@ -167,7 +168,15 @@ func dueSlots(s Schedule, first, now time.Time, limit int) (head []time.Time, la
 func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 	x := j.x
 	if x == nil {
-		x = j.active(time.Now().Round(0))
+		// Made at the first slots handed, which the job's timer may hand
+		// late: catch-up may go back to them, should their claims fail.
+		floor := time.Now().Round(0)
+		for _, p := range runs {
+			if d := p.run.Due.Add(-1); d.Before(floor) {
+				floor = d
+			}
+		}
+		x = j.active(floor)
 	}
 	for _, p := range runs {
 		if !p.claimed && p.run.Due.After(x.handed) {
@@ -313,7 +322,7 @@ func (j *Job) runner(batch []pending) {
 		x.runs = append(x.runs, flight{id: cur, cancel: cancel, recovered: p.claimed})
 		j.mu.Unlock()
 
-		j.execute(ctx, cancel, x, &p)
+		j.execute(ctx, cancel, x, &p, false)
 		cancel(nil)
 
 		j.mu.Lock()
@@ -391,8 +400,11 @@ func (j *Job) wait(ctx context.Context) error {
 }
 
 // execute claims the slot of p (unless a LeaseStore handed it over
-// claimed), runs the Func, and records the outcome.
-func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) {
+// claimed), runs the Func, and records the outcome. It reports false if
+// the claim failed (not ErrClaimed): the slot is owed, and was reported
+// Skipped unless retry says that it was before, when its claim first
+// failed.
+func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending, retry bool) (claimed bool) {
 	c := j.cfg
 	r := p.run
 	rec := p.rec
@@ -402,6 +414,17 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	} else {
 		if r.Reason == Scheduled && c.misfire == MisfireRunAll {
 			j.recoverOutage(ctx, cancel, x, r.Due)
+			j.mu.Lock()
+			stopped, paused := j.state != jobStarted, j.paused()
+			j.mu.Unlock()
+			if stopped || paused { // during the catch-up
+				why := errStopped
+				if paused {
+					why = errPaused
+				}
+				j.observe([]Record{j.record(r, Skipped, why)})
+				return true
+			}
 		}
 		rec = Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
 			Start: time.Now().Round(0), Node: c.nodeName(), Attempt: 1}
@@ -417,6 +440,7 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 			}
 		case ctx.Err() == nil:
 			x.outage = true
+			x.fails++
 			if r.Reason != Manual && (x.missed.IsZero() || r.Due.Before(x.missed)) {
 				x.missed = r.Due
 			}
@@ -424,7 +448,9 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 		j.mu.Unlock()
 		switch {
 		case errors.Is(err, ErrClaimed) && r.Reason != Manual:
-			return // the slot is another replica's, which records it
+			return true // the slot is another replica's, which records it
+		case err != nil && retry && ctx.Err() == nil:
+			return false
 		case err != nil: // a Manual run's Due is its own: another one's claim is not its run
 			s := j.record(r, Skipped, nil)
 			if cause := context.Cause(ctx); cause != nil {
@@ -433,7 +459,7 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 				s.Err = "schedule: claim: " + err.Error()
 			}
 			j.observe([]Record{s})
-			return
+			return false
 		}
 	}
 
@@ -483,6 +509,7 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	if f := c.observer; f != nil {
 		f(rec)
 	}
+	return true
 }
 
 // outcome returns the status of a run and its error message, from the
@@ -535,9 +562,14 @@ func (j *Job) call(ctx context.Context, r Run) (err error) {
 // job started, the slots after the last record the job knows. A slot that
 // has a record by now, this job's or another replica's, is not run again:
 // its claim says ErrClaimed.
+//
+// The catch-up stops at the first claim that fails, which leaves that slot
+// and the later ones owed, without reporting them again; and it stops if
+// the job is paused, resumed, stopped or given a schedule meanwhile. The
+// outage ends only if no claim failed while it looked at the store.
 func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc, x *active, due time.Time) {
 	j.mu.Lock()
-	outage, missed, base, floor, sched := x.outage, x.missed, x.last, x.floor, j.sched
+	outage, missed, fails, base, floor, sched := x.outage, x.missed, x.fails, x.last, x.floor, j.sched
 	j.mu.Unlock()
 	if floor.After(base) {
 		base = floor
@@ -558,7 +590,7 @@ func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc,
 		base = missed.Add(-1) // so that the first slot after it is the missed one itself
 	}
 	j.mu.Lock()
-	if x.missed.Equal(missed) {
+	if x.fails == fails {
 		x.outage, x.missed = false, time.Time{}
 	}
 	j.mu.Unlock()
@@ -571,7 +603,15 @@ func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc,
 		if t.IsZero() || !t.Before(due) || ctx.Err() != nil {
 			return
 		}
-		j.execute(ctx, cancel, x, &pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}})
+		j.mu.Lock()
+		changed := j.state != jobStarted || j.paused() || !x.floor.Equal(floor)
+		j.mu.Unlock()
+		if changed {
+			return
+		}
+		if !j.execute(ctx, cancel, x, &pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}}, true) {
+			return
+		}
 	}
 }
 

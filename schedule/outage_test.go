@@ -1,0 +1,161 @@
+package schedule_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/circulation-go/circulation"
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// scriptedStore is a MemoryStore whose Claim fails while claimsDown is set
+// (Last still answering, as a database whose writes are locked does), and
+// whose Last fails while lastDown is set, or first waits slowLast once.
+type scriptedStore struct {
+	*schedule.MemoryStore
+	mu         sync.Mutex
+	claimsDown bool
+	lastDown   bool
+	slowLast   time.Duration
+}
+
+func (s *scriptedStore) set(f func(s *scriptedStore)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+func (s *scriptedStore) Claim(ctx context.Context, r schedule.Record) error {
+	s.mu.Lock()
+	down := s.claimsDown
+	s.mu.Unlock()
+	if down {
+		return errDown
+	}
+	return s.MemoryStore.Claim(ctx, r)
+}
+
+func (s *scriptedStore) Last(ctx context.Context, job string) (schedule.Record, error) {
+	s.mu.Lock()
+	down, slow := s.lastDown, s.slowLast
+	s.slowLast = 0
+	s.mu.Unlock()
+	if down {
+		return schedule.Record{}, errDown
+	}
+	time.Sleep(slow)
+	return s.MemoryStore.Last(ctx, job)
+}
+
+// While claims fail but Last answers, each slot is reported Skipped once:
+// the catch-up of the slots already owed stops at the first claim that
+// fails, rather than reporting every owed slot again at every slot. Once
+// claims work again, every owed slot runs once.
+func TestClaimsDownLastUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		store.set(func(s *scriptedStore) { s.claimsDown = true })
+		time.Sleep(30 * time.Second) // 45s
+		store.set(func(s *scriptedStore) { s.claimsDown = false })
+		time.Sleep(13 * time.Second) // 58s
+		stop(t, j)
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s",
+			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",
+			"20s Succeeded CatchUp 50s-51s", "30s Succeeded CatchUp 51s-52s", "40s Succeeded CatchUp 52s-53s",
+			"50s Succeeded Scheduled 53s-54s"}, l.summary())
+	})
+}
+
+// lateScheduler calls back a millisecond after it is asked to, as a busy
+// machine does.
+type lateScheduler struct{}
+
+func (lateScheduler) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	return time.AfterFunc(d+time.Millisecond, f)
+}
+
+// A new job, with no record, whose first slot's claim fails, catches that
+// slot up once the store answers, even though its timer fired after the
+// slot's due time.
+func TestFirstClaimFailsOnANewJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll),
+			schedule.WithScheduler(lateScheduler{}), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(5 * time.Second)
+		store.setDown(true)
+		time.Sleep(10 * time.Second) // 15s
+		store.setDown(false)
+		time.Sleep(13 * time.Second) // 28s
+		stop(t, j)
+		assert.Equal(t, []string{"10s Skipped Scheduled",
+			"10s Succeeded CatchUp 20.001s-21.001s", "20s Succeeded Scheduled 21.001s-22.001s"}, l.summary())
+	})
+}
+
+// Under OverlapAllow, a claim that fails while another run is catching up
+// (its Last slow to answer) is caught up later: that catch-up does not
+// take the new failure for one it has handled.
+func TestClaimFailsDuringACatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll),
+			schedule.WithOverlap(schedule.OverlapAllow), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		store.set(func(s *scriptedStore) { s.claimsDown = true })
+		time.Sleep(10 * time.Second) // 25s: the claim of 20s failed
+		store.set(func(s *scriptedStore) { s.claimsDown, s.slowLast = false, 15*time.Second })
+		time.Sleep(10 * time.Second) // 35s: the run of 30s is catching up, its Last answers at 45s
+		store.set(func(s *scriptedStore) { s.claimsDown, s.lastDown = true, true })
+		time.Sleep(7 * time.Second) // 42s: the claim of 40s failed
+		store.set(func(s *scriptedStore) { s.claimsDown, s.lastDown = false, false })
+		time.Sleep(16 * time.Second) // 58s
+		stop(t, j)
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s",
+			"20s Skipped Scheduled", "40s Skipped Scheduled",
+			"20s Succeeded CatchUp 45s-46s", "30s Succeeded Scheduled 46s-47s",
+			"40s Succeeded CatchUp 50s-51s", "50s Succeeded Scheduled 51s-52s"}, l.summary())
+	})
+}
+
+// A catch-up stops when the job is paused during it: the owed slots left
+// do not run, nor does the slot whose run was catching up, and after
+// Resume the job takes the first slot after it, as Resume promises.
+func TestPauseDuringACatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		store.setDown(true)
+		time.Sleep(30 * time.Second) // 45s
+		store.setDown(false)
+		time.Sleep(5*time.Second + 500*time.Millisecond) // 50.5s: catching up 20s
+		j.Pause()
+		time.Sleep(5 * time.Second) // 55.5s
+		j.Resume()
+		time.Sleep(10 * time.Second) // 65.5s
+		stop(t, j)
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s",
+			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",
+			"20s Succeeded CatchUp 50s-51s", "50s Skipped Scheduled", "1m0s Succeeded Scheduled 1m0s-1m1s"}, l.summary())
+	})
+}
