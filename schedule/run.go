@@ -41,13 +41,19 @@ type flight struct {
 }
 
 // A pending run is one a runner will start: a slot, or a claim a LeaseStore
-// handed over (claimed, with its record in rec).
+// handed over. It is small, and held by pointer past the runner's frame,
+// so that a run seldom grows its goroutine's stack before the Func does.
 type pending struct {
 	run      Run
-	rec      Record
-	claimed  bool
-	since    time.Time // claimed: when Reclaim was called, the latest the store can have started its lease
+	claim    *handover // a claim a LeaseStore handed over, or nil: the runner claims the slot
+	start    time.Time // once claimed: when the run started (Record.Start)
 	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
+}
+
+// A handover is an expired claim a LeaseStore handed over to the job.
+type handover struct {
+	rec   Record    // as Reclaim returned it
+	since time.Time // when Reclaim was called, the latest the store can have started its lease
 }
 
 // active returns j.x, making it if need be. The caller holds j.mu.
@@ -179,7 +185,7 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		x = j.active(floor)
 	}
 	for _, p := range runs {
-		if !p.claimed && p.run.Due.After(x.handed) {
+		if p.claim == nil && p.run.Due.After(x.handed) {
 			x.handed = p.run.Due
 		}
 	}
@@ -280,56 +286,77 @@ func (j *Job) runner(batch []pending) {
 		j.exitLocked(x)
 		j.mu.Unlock()
 	}()
+	var p pending
 	for {
-		j.mu.Lock()
-		var p pending
-		switch {
-		case len(batch) > 0:
-			p, batch = batch[0], batch[1:]
-		case len(x.queue) == 1:
-			p = x.queue[0]
-			x.queue[0] = pending{}
-			x.queue = x.queue[:0] // keeps the array for the next run
-		case len(x.queue) > 1:
-			p = x.queue[0]
-			x.queue[0] = pending{}
-			x.queue = x.queue[1:]
-		default:
-			j.exitLocked(x)
-			j.mu.Unlock()
+		ctx, cancel, id := j.take(x, &batch, &p)
+		if id == 0 {
 			normal = true
 			return
 		}
-		if j.state != jobStarted || j.paused() {
-			if p.claimed {
-				// Not finished: its lease expires, and a replica takes
-				// it over again.
-				j.mu.Unlock()
-				continue
-			}
-			why := errStopped
-			if j.paused() {
-				why = errPaused
-			}
-			r := j.drop(p, why)
-			j.mu.Unlock()
-			j.observe([]Record{r})
-			continue
-		}
-		ctx, cancel := context.WithCancelCause(context.Background())
-		x.flights++
-		cur = x.flights
-		x.runs = append(x.runs, flight{id: cur, cancel: cancel, recovered: p.claimed})
-		j.mu.Unlock()
-
+		cur = id
 		j.execute(ctx, cancel, x, &p, false)
 		cancel(nil)
-
 		j.mu.Lock()
 		x.land(cur)
 		cur = 0
 		j.mu.Unlock()
 	}
+}
+
+// take moves the next pending run to start, from batch or else from the
+// queue, into p, and returns its context and flight id. Runs the job may
+// not start (it is stopped or paused) it drops, reporting them. With none
+// left it accounts for the runner's exit and returns id 0.
+func (j *Job) take(x *active, batch *[]pending, p *pending) (context.Context, context.CancelCauseFunc, uint64) {
+	for {
+		j.mu.Lock()
+		switch b := *batch; {
+		case len(b) > 0:
+			*p, *batch = b[0], b[1:]
+		case len(x.queue) == 1:
+			*p = x.queue[0]
+			x.queue[0] = pending{}
+			x.queue = x.queue[:0] // keeps the array for the next run
+		case len(x.queue) > 1:
+			*p = x.queue[0]
+			x.queue[0] = pending{}
+			x.queue = x.queue[1:]
+		default:
+			j.exitLocked(x)
+			j.mu.Unlock()
+			return nil, nil, 0
+		}
+		if j.state != jobStarted || j.paused() {
+			if p.claim != nil {
+				// Not finished: its lease expires, and a replica takes
+				// it over again.
+				j.mu.Unlock()
+				continue
+			}
+			j.dropTakenLocked(p)
+			continue
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		x.flights++
+		id := x.flights
+		x.runs = append(x.runs, flight{id: id, cancel: cancel, recovered: p.claim != nil})
+		j.mu.Unlock()
+		return ctx, cancel, id
+	}
+}
+
+// dropTakenLocked reports p Skipped, as a run of a job stopped or paused.
+// The caller holds j.mu, which it unlocks.
+//
+//go:noinline
+func (j *Job) dropTakenLocked(p *pending) {
+	why := errStopped
+	if j.paused() {
+		why = errPaused
+	}
+	r := j.drop(*p, why)
+	j.mu.Unlock()
+	j.observe([]Record{r})
 }
 
 // land removes the flight id from the runs in flight, if it is there.
@@ -404,87 +431,166 @@ func (j *Job) wait(ctx context.Context) error {
 // the claim failed (not ErrClaimed): the slot is owed, and was reported
 // Skipped unless retry says that it was before, when its claim first
 // failed.
-func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending, retry bool) (claimed bool) {
-	c := j.cfg
-	r := p.run
-	rec := p.rec
-	since := p.since // when the lease began, at the latest
-	if p.claimed {
-		rec.Reason, rec.Start = Recovered, time.Now().Round(0)
+//
+// Each step is a call of its own, so that the Func runs on a stack that
+// holds no Record: most Funcs then run without growing their goroutine's
+// first stack.
+func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending, retry bool) bool {
+	if h := p.claim; h != nil {
+		p.start = time.Now().Round(0)
+		p.run.Reason, p.run.Attempt = Recovered, h.rec.Attempt
 	} else {
-		if r.Reason == Scheduled && c.misfire == MisfireRunAll {
-			j.recoverOutage(ctx, cancel, x, r.Due)
-			j.mu.Lock()
-			stopped, paused := j.state != jobStarted, j.paused()
-			j.mu.Unlock()
-			if stopped || paused { // during the catch-up
-				why := errStopped
-				if paused {
-					why = errPaused
-				}
-				j.observe([]Record{j.record(r, Skipped, why)})
-				return true
-			}
+		if p.run.Reason == Scheduled && j.cfg.misfire == MisfireRunAll && !j.catchUp(ctx, cancel, x, &p.run) {
+			return true
 		}
-		rec = Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
-			Start: time.Now().Round(0), Node: c.nodeName(), Attempt: 1}
-		since = rec.Start
-		err := x.store.Claim(ctx, rec)
-		j.mu.Lock()
-		switch {
-		case err == nil || errors.Is(err, ErrClaimed):
-			// A claim that works again does not end the outage: the
-			// slots whose claims failed are still owed (recoverOutage).
-			if r.Due.After(x.last) {
-				x.last = r.Due
-			}
-		case ctx.Err() == nil:
-			x.outage = true
-			x.fails++
-			if r.Reason != Manual && (x.missed.IsZero() || r.Due.Before(x.missed)) {
-				x.missed = r.Due
-			}
-		}
-		j.mu.Unlock()
-		switch {
-		case errors.Is(err, ErrClaimed) && r.Reason != Manual:
-			return true // the slot is another replica's, which records it
-		case err != nil && retry && ctx.Err() == nil:
-			return false
-		case err != nil: // a Manual run's Due is its own: another one's claim is not its run
-			s := j.record(r, Skipped, nil)
-			if cause := context.Cause(ctx); cause != nil {
-				s.Err = cause.Error()
-			} else {
-				s.Err = "schedule: claim: " + err.Error()
-			}
-			j.observe([]Record{s})
+		switch j.claim(ctx, x, p, retry) {
+		case claimTaken:
+			return true
+		case claimFailed:
 			return false
 		}
 	}
+	j.run(ctx, cancel, x, p)
+	return true
+}
 
-	runCtx := ctx
-	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
+// catchUp runs the slots a store outage made the job miss, before the
+// slot of r (see recoverOutage). It reports false if the job was stopped
+// or paused meanwhile: r's slot is then reported Skipped, and not run.
+//
+//go:noinline
+func (j *Job) catchUp(ctx context.Context, cancel context.CancelCauseFunc, x *active, r *Run) bool {
+	j.recoverOutage(ctx, cancel, x, r.Due)
+	j.mu.Lock()
+	stopped, paused := j.state != jobStarted, j.paused()
+	j.mu.Unlock()
+	if !stopped && !paused {
+		return true
 	}
-	r.Attempt = rec.Attempt
-	var renew *circulation.Trigger
-	if ls := c.lease; ls != nil && ls.Lease() > 0 {
-		renew = j.renewer(ls, rec, since, cancel)
+	why := errStopped
+	if paused {
+		why = errPaused
 	}
+	j.observe([]Record{j.record(*r, Skipped, why)})
+	return false
+}
+
+// claimResult is what a claim found.
+type claimResult uint8
+
+const (
+	claimOK     claimResult = iota // the slot is the job's to run
+	claimTaken                     // another replica claimed it (ErrClaimed)
+	claimFailed                    // the store failed: the slot is owed
+)
+
+// claim claims the slot of p in the job's store, setting p.start, and
+// returns what it found. A failed claim is reported Skipped unless retry
+// (see execute).
+//
+//go:noinline
+func (j *Job) claim(ctx context.Context, x *active, p *pending, retry bool) claimResult {
+	r := &p.run
+	p.start = time.Now().Round(0)
+	start := p.start
 	var err error
-	if ctx.Err() == nil { // not stopped or replaced since the claim
-		err = j.call(runCtx, r)
+	if m, ok := x.store.(*MemoryStore); ok {
+		err = m.claimRun(r, start, j.cfg.nodeName())
+	} else {
+		err = j.claimIn(ctx, x.store, r, start)
 	}
-	// The outcome is what the contexts said when the Func returned: a Stop
-	// or a replacement after that does not make a finished run Canceled.
-	var cause, runErr error
+	j.mu.Lock()
+	switch {
+	case err == nil || errors.Is(err, ErrClaimed):
+		// A claim that works again does not end the outage: the
+		// slots whose claims failed are still owed (recoverOutage).
+		if r.Due.After(x.last) {
+			x.last = r.Due
+		}
+	case ctx.Err() == nil:
+		x.outage = true
+		x.fails++
+		if r.Reason != Manual && (x.missed.IsZero() || r.Due.Before(x.missed)) {
+			x.missed = r.Due
+		}
+	}
+	j.mu.Unlock()
+	switch {
+	case err == nil:
+		r.Attempt = 1
+		return claimOK
+	case errors.Is(err, ErrClaimed) && r.Reason != Manual:
+		return claimTaken // the slot is another replica's, which records it
+	case !retry || ctx.Err() != nil:
+		// A Manual run's Due is its own: another one's claim is not its run.
+		j.claimSkipped(ctx, r, err)
+	}
+	return claimFailed
+}
+
+// claimIn claims the slot of r, a claim that started at start, in s.
+//
+//go:noinline
+func (j *Job) claimIn(ctx context.Context, s Store, r *Run, start time.Time) error {
+	return s.Claim(ctx, Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
+		Start: start, Node: j.cfg.nodeName(), Attempt: 1})
+}
+
+// claimSkipped reports the slot of r Skipped, its claim having failed with
+// err.
+//
+//go:noinline
+func (j *Job) claimSkipped(ctx context.Context, r *Run, err error) {
+	s := j.record(*r, Skipped, nil)
+	if cause := context.Cause(ctx); cause != nil {
+		s.Err = cause.Error()
+	} else {
+		s.Err = "schedule: claim: " + err.Error()
+	}
+	j.observe([]Record{s})
+}
+
+// run runs the Func for the claimed slot of p, renewing its lease if the
+// store has leases, and then records its outcome.
+func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) {
+	var renew *circulation.Trigger
+	if ls := j.cfg.lease; ls != nil && ls.Lease() > 0 {
+		renew = j.renewer(ls, p, cancel)
+	}
+	var err, runErr error
+	if ctx.Err() == nil { // not stopped or replaced since the claim
+		err, runErr = j.call(ctx, &p.run)
+	} else {
+		runErr = ctx.Err()
+	}
+	j.finish(ctx, x, p, renew, runErr, err)
+}
+
+// claimed returns the Record of the claim of p's slot.
+func (j *Job) claimed(p *pending) Record {
+	if h := p.claim; h != nil {
+		rec := h.rec
+		rec.Reason, rec.Start = Recovered, p.start
+		return rec
+	}
+	r := &p.run
+	return Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
+		Start: p.start, Node: j.cfg.nodeName(), Attempt: r.Attempt}
+}
+
+// finish records the outcome of the run of p, whose Func has returned,
+// and passes it to the Observer. The outcome is what ctx said when the
+// Func returned, and runErr, the error of the Func's own context then: a
+// Stop or a replacement after that does not make a finished run Canceled.
+// Only a lease given up since decides otherwise. renew, if not nil, renews
+// the run's lease.
+//
+//go:noinline
+func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *circulation.Trigger, runErr, err error) {
+	var cause error
 	if ctx.Err() != nil {
 		cause = context.Cause(ctx)
 	}
-	runErr = runCtx.Err()
 	if testHookReturned != nil {
 		testHookReturned()
 	}
@@ -496,20 +602,45 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	if lost := context.Cause(ctx); errors.Is(lost, ErrLeaseNotRenewed) {
 		cause = lost
 	}
-	rec.End = time.Now().Round(0)
-	rec.Status, rec.Err = outcome(cause, runErr, c.timeout, err)
+	end := time.Now().Round(0)
+	status, msg := outcome(cause, runErr, j.cfg.timeout, err)
 	// A run that gave up its lease leaves the claim to expire, so that the
 	// slot is taken over and run again; any other outcome is recorded.
 	if !errors.Is(cause, ErrLeaseNotRenewed) {
-		// ctx has no values: the runner made it from context.Background.
-		if ferr := x.store.Finish(context.Background(), rec); ferr != nil {
-			rec.Err = joinErr(rec.Err, "schedule: finish: "+ferr.Error())
+		var ferr error
+		if m, ok := x.store.(*MemoryStore); ok && p.claim == nil {
+			ferr = m.finishRun(&p.run, end, status, msg)
+		} else {
+			ferr = j.finishIn(x.store, p, end, status, msg)
+		}
+		if ferr != nil {
+			msg = joinErr(msg, "schedule: finish: "+ferr.Error())
 		}
 	}
-	if f := c.observer; f != nil {
-		f(rec)
+	if f := j.cfg.observer; f != nil {
+		j.report(f, p, end, status, msg)
 	}
-	return true
+}
+
+// finishIn records in s the outcome of the run of p, which ended at end.
+//
+//go:noinline
+func (j *Job) finishIn(s Store, p *pending, end time.Time, status Status, msg string) error {
+	rec := j.claimed(p)
+	rec.End, rec.Status, rec.Err = end, status, msg
+	// The runner made the run's context from context.Background: it has
+	// no values for Finish to keep.
+	return s.Finish(context.Background(), rec)
+}
+
+// report passes the Record of the run of p, which ended at end, to the
+// Observer f.
+//
+//go:noinline
+func (j *Job) report(f func(Record), p *pending, end time.Time, status Status, msg string) {
+	rec := j.claimed(p)
+	rec.End, rec.Status, rec.Err = end, status, msg
+	f(rec)
 }
 
 // outcome returns the status of a run and its error message, from the
@@ -545,14 +676,22 @@ func joinErr(a, b string) string {
 	return a + ": " + b
 }
 
-// call runs the Func, turning a panic into an error.
-func (j *Job) call(ctx context.Context, r Run) (err error) {
+// call runs the Func, under the job's timeout if it has one, turning a
+// panic into an error. It returns the Func's error, and the error of the
+// Func's context when it returned.
+func (j *Job) call(ctx context.Context, r *Run) (err, runErr error) {
+	if t := j.cfg.timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("schedule: panic: %v", v)
 		}
+		runErr = ctx.Err()
 	}()
-	return j.f(ctx, r)
+	return j.f(ctx, *r), nil
 }
 
 // recoverOutage runs, before the slot due, the slots its store's failures
@@ -609,20 +748,28 @@ func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc,
 		if changed {
 			return
 		}
-		if !j.execute(ctx, cancel, x, &pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}}, true) {
+		p := pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}}
+		if !j.execute(ctx, cancel, x, &p, true) {
 			return
 		}
 	}
 }
 
-// renewer returns a started Trigger that renews the lease of rec every
-// Lease()/3 (every Lease()/6 after a failure). It cancels ctx with
-// ErrLeaseLost if the store says the lease is lost, and with
-// ErrLeaseNotRenewed once a full Lease() has passed since the last
-// successful renewal, or since the claim (since) if none: the lease may
-// have expired by then, and the slot been taken over. No Renew outlives
-// that moment.
-func (j *Job) renewer(ls LeaseStore, rec Record, since time.Time, cancel context.CancelCauseFunc) *circulation.Trigger {
+// renewer returns a started Trigger that renews the lease of the claim of
+// p every Lease()/3 (every Lease()/6 after a
+// failure). It cancels ctx with ErrLeaseLost if the store says the lease
+// is lost, and with ErrLeaseNotRenewed once a full Lease() has passed
+// since the last successful renewal, or since the claim (since) if none:
+// the lease may have expired by then, and the slot been taken over. No
+// Renew outlives that moment.
+//
+//go:noinline
+func (j *Job) renewer(ls LeaseStore, p *pending, cancel context.CancelCauseFunc) *circulation.Trigger {
+	rec := j.claimed(p)
+	since := p.start
+	if h := p.claim; h != nil {
+		since = h.since
+	}
 	l := ls.Lease()
 	deadline := since.Add(l)
 	var last error // of the latest failed renewal
@@ -701,7 +848,7 @@ func (j *Job) reclaimTick(ctx context.Context) (time.Duration, bool) {
 			break
 		}
 		rec.Reason = Recovered
-		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, rec: rec, claimed: true, since: since}
+		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, claim: &handover{rec: rec, since: since}}
 		j.mu.Lock()
 		started := j.state == jobStarted && !j.paused()
 		if started && j.freeLocked(x) {

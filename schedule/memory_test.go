@@ -1,0 +1,79 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// A job records its runs in a MemoryStore of its own the same way as in
+// any other Store: the records a MemoryStore keeps, and those the Observer
+// gets, are the same whether the job finds it behind the Store interface
+// only (wrapped) or not. The runs succeed, fail, time out and panic, and
+// the store drops old records as it goes; the last is stopped.
+func TestMemoryStoreRecordsAsAnyStore(t *testing.T) {
+	type wrapped struct{ schedule.Store }
+	history := func(wrap bool) ([]schedule.Record, []schedule.Record) {
+		var h, seen []schedule.Record
+		var old error
+		synctest.Test(t, func(t *testing.T) {
+			mem := schedule.NewMemoryStore(3)
+			var store schedule.Store = mem
+			if wrap {
+				store = wrapped{mem}
+			}
+			n := 0
+			j := schedule.NewJob("j", schedule.Every(10*time.Second), func(ctx context.Context, r schedule.Run) error {
+				n++
+				switch n % 4 {
+				case 1:
+					return errors.New("failed")
+				case 2:
+					<-ctx.Done()
+					return ctx.Err()
+				case 3:
+					panic("boom")
+				}
+				time.Sleep(time.Second)
+				return nil
+			}, schedule.WithStore(store), schedule.WithTimeout(5*time.Second), schedule.WithNode("n"),
+				schedule.WithObserver(func(r schedule.Record) { seen = append(seen, r) }))
+			start(t, j)
+			time.Sleep(95 * time.Second)
+			j.RunNow()
+			time.Sleep(time.Second)
+			stop(t, j)
+			var err error
+			h, err = mem.History(context.Background(), "j", 10)
+			require.NoError(t, err)
+			// The records of the early slots were dropped: a claim among
+			// them cannot be told from a second claim of one of them.
+			old = mem.Claim(context.Background(), schedule.Record{Job: "j", Due: at(15 * time.Second)})
+		})
+		assert.ErrorIs(t, old, schedule.ErrClaimed)
+		return h, seen
+	}
+	direct, seenDirect := history(false)
+	viaStore, seenViaStore := history(true)
+	require.Len(t, direct, 3)
+	assert.Equal(t, viaStore, direct)
+	assert.Equal(t, seenViaStore, seenDirect)
+	assert.Equal(t, schedule.Record{Job: "j", Due: at(95 * time.Second), Reason: schedule.Manual, Status: schedule.Canceled,
+		Start: at(95 * time.Second), End: at(96 * time.Second), Node: "n", Err: "schedule: job stopped: context canceled", Attempt: 1}, direct[0])
+	assert.Equal(t, "failed", direct[1].Err)
+	assert.Equal(t, schedule.Succeeded, direct[2].Status)
+	var errs []string
+	for _, r := range seenDirect[:4] {
+		errs = append(errs, r.Err)
+	}
+	assert.Equal(t, []string{"failed", "schedule: run timed out after 5s: context deadline exceeded",
+		"schedule: panic: boom", ""}, errs)
+	assert.Equal(t, seenDirect[len(seenDirect)-1], direct[0])
+}
