@@ -13,6 +13,16 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
+// startRunAll starts a job "j" on store, under MisfireRunAll, whose 1s
+// runs fall due every 10s, with l as its Observer.
+func startRunAll(t *testing.T, l *journal, store schedule.Store, opts ...schedule.Option) *schedule.Job {
+	opts = append([]schedule.Option{schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll),
+		schedule.WithObserver(l.observe)}, opts...)
+	j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second), opts...)
+	start(t, j)
+	return j
+}
+
 // scriptedStore is a MemoryStore whose Claim fails while claimsDown is set
 // (Last still answering, as a database whose writes are locked does), and
 // whose Last fails while lastDown is set, or first waits slowLast once.
@@ -60,9 +70,7 @@ func TestClaimsDownLastUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
-			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
-		start(t, j)
+		j := startRunAll(t, &l, store)
 		time.Sleep(15 * time.Second)
 		store.set(func(s *scriptedStore) { s.claimsDown = true })
 		time.Sleep(30 * time.Second) // 45s
@@ -91,10 +99,7 @@ func TestFirstClaimFailsOnANewJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
-			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll),
-			schedule.WithScheduler(lateScheduler{}), schedule.WithObserver(l.observe))
-		start(t, j)
+		j := startRunAll(t, &l, store, schedule.WithScheduler(lateScheduler{}))
 		time.Sleep(5 * time.Second)
 		store.setDown(true)
 		time.Sleep(10 * time.Second) // 15s
@@ -113,10 +118,7 @@ func TestClaimFailsDuringACatchUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
-			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll),
-			schedule.WithOverlap(schedule.OverlapAllow), schedule.WithObserver(l.observe))
-		start(t, j)
+		j := startRunAll(t, &l, store, schedule.WithOverlap(schedule.OverlapAllow))
 		time.Sleep(15 * time.Second)
 		store.set(func(s *scriptedStore) { s.claimsDown = true })
 		time.Sleep(10 * time.Second) // 25s: the claim of 20s failed
@@ -141,9 +143,7 @@ func TestPauseDuringACatchUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
-			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
-		start(t, j)
+		j := startRunAll(t, &l, store)
 		time.Sleep(15 * time.Second)
 		store.setDown(true)
 		time.Sleep(30 * time.Second) // 45s

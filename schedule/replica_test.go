@@ -101,9 +101,7 @@ func TestOutageCaughtUpAfterALaterClaim(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
-			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
-		start(t, j)
+		j := startRunAll(t, &l, store)
 		time.Sleep(15 * time.Second)
 		store.setDown(true)
 		time.Sleep(30 * time.Second) // 45s
@@ -139,9 +137,7 @@ func TestStoreDownAtStart(t *testing.T) {
 		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
 		require.NoError(t, store.Claim(context.Background(), schedule.Record{Job: "j", Due: at(-20 * time.Second)}))
 		store.setDown(true)
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
-			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
-		start(t, j)
+		j := startRunAll(t, &l, store)
 		time.Sleep(15 * time.Second)
 		store.setDown(false)
 		time.Sleep(10 * time.Second)
