@@ -15,7 +15,10 @@ import (
 // (WithTimeout), and on a LeaseStore when its lease is lost
 // (ErrLeaseLost) or could not be renewed for a full Lease()
 // (ErrLeaseNotRenewed); context.Cause says which. A nil error makes the
-// run Succeeded, an error or a panic Failed.
+// run Succeeded, an error or a panic Failed. A Func that calls
+// runtime.Goexit leaves its run without an outcome: its record stays
+// Running, and on a LeaseStore its lease is no longer renewed, so that a
+// replica takes the slot over once it expires.
 type Func func(ctx context.Context, r Run) error
 
 // A Run is one execution of a job, identified by (Job, Due).
@@ -167,8 +170,10 @@ func (j *Job) Start(ctx context.Context) error {
 			x := j.active(now)
 			x.outage = outage
 			if known || outage {
-				x.last = last.Due // zero if the store failed: recoverOutage reads it again
 				x.floor = time.Time{}
+			}
+			if outage {
+				x.gap = now // recoverOutage reads the store's last record again
 			}
 		}
 		if j.paused() {

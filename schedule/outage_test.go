@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/circulation-go/circulation"
 	"github.com/circulation-go/circulation/schedule"
@@ -113,26 +114,31 @@ func TestFirstClaimFailsOnANewJob(t *testing.T) {
 
 // Under OverlapAllow, a claim that fails while another run is catching up
 // (its Last slow to answer) is caught up later: that catch-up does not
-// take the new failure for one it has handled.
+// take the new failure for one it has handled. Here the job starts while
+// Last fails, so that its first slot's run reads Last to find where the
+// slots missed before the start begin.
 func TestClaimFailsDuringACatchUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+		ctx := context.Background()
+		rec := schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Running}
+		require.NoError(t, store.MemoryStore.Claim(ctx, rec))
+		rec.Status = schedule.Succeeded
+		require.NoError(t, store.MemoryStore.Finish(ctx, rec))
+		time.Sleep(35 * time.Second) // the process was down since 10s
+		store.set(func(s *scriptedStore) { s.lastDown = true })
 		j := startRunAll(t, &l, store, schedule.WithOverlap(schedule.OverlapAllow))
-		time.Sleep(15 * time.Second)
-		store.set(func(s *scriptedStore) { s.claimsDown = true })
-		time.Sleep(10 * time.Second) // 25s: the claim of 20s failed
-		store.set(func(s *scriptedStore) { s.claimsDown, s.slowLast = false, 15*time.Second })
-		time.Sleep(10 * time.Second) // 35s: the run of 30s is catching up, its Last answers at 45s
+		store.set(func(s *scriptedStore) { s.lastDown, s.slowLast = false, 15*time.Second })
+		time.Sleep(10 * time.Second) // 45s: the run of 40s is catching up, its Last answers at 55s
 		store.set(func(s *scriptedStore) { s.claimsDown, s.lastDown = true, true })
-		time.Sleep(7 * time.Second) // 42s: the claim of 40s failed
+		time.Sleep(7 * time.Second) // 52s: the claim of 50s failed
 		store.set(func(s *scriptedStore) { s.claimsDown, s.lastDown = false, false })
-		time.Sleep(16 * time.Second) // 58s
+		time.Sleep(13 * time.Second) // 65s
 		stop(t, j)
-		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s",
-			"20s Skipped Scheduled", "40s Skipped Scheduled",
-			"20s Succeeded CatchUp 45s-46s", "30s Succeeded Scheduled 46s-47s",
-			"40s Succeeded CatchUp 50s-51s", "50s Succeeded Scheduled 51s-52s"}, l.summary())
+		assert.Equal(t, []string{"50s Skipped Scheduled",
+			"20s Succeeded CatchUp 55s-56s", "30s Succeeded CatchUp 56s-57s", "40s Succeeded Scheduled 57s-58s",
+			"50s Succeeded CatchUp 1m0s-1m1s", "1m0s Succeeded Scheduled 1m1s-1m2s"}, l.summary())
 	})
 }
 
@@ -153,6 +159,30 @@ func TestPauseDuringACatchUp(t *testing.T) {
 		time.Sleep(5 * time.Second) // 55.5s
 		j.Resume()
 		time.Sleep(10 * time.Second) // 65.5s
+		stop(t, j)
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s",
+			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",
+			"20s Succeeded CatchUp 50s-51s", "50s Skipped Scheduled", "1m0s Succeeded Scheduled 1m0s-1m1s"}, l.summary())
+	})
+}
+
+// A pause and a resume both made while a catch-up runs stop it as a
+// pause alone does: the slot whose run was catching up is before the
+// first slot Resume takes, and does not run.
+func TestPauseAndResumeDuringACatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := startRunAll(t, &l, store)
+		time.Sleep(15 * time.Second)
+		store.setDown(true)
+		time.Sleep(30 * time.Second) // 45s
+		store.setDown(false)
+		time.Sleep(5*time.Second + 300*time.Millisecond) // 50.3s: catching up 20s
+		j.Pause()
+		time.Sleep(300 * time.Millisecond)
+		j.Resume() // 50.6s
+		time.Sleep(15 * time.Second)
 		stop(t, j)
 		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s",
 			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",

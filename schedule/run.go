@@ -25,10 +25,10 @@ type active struct {
 	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
 	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
-	last   time.Time // the latest Due claimed, by this job or another, or read from the store
-	floor  time.Time // slots before it are never caught up: the job started, resumed or changed schedule then
+	floor  time.Time // slots at or before it are never caught up: the job started, resumed or changed schedule then
 	outage bool      // a store call failed since the last catch-up: the next Scheduled run first catches up (MisfireRunAll)
-	missed time.Time // the earliest Due whose claim failed since the last catch-up, or zero: the catch-up starts there
+	missed time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
+	gap    time.Time // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	fails  uint64    // claims that failed: a catch-up ends the outage only if none failed while it looked
 	look   bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
 }
@@ -440,7 +440,7 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 		p.start = time.Now().Round(0)
 		p.run.Reason, p.run.Attempt = Recovered, h.rec.Attempt
 	} else {
-		if p.run.Reason == Scheduled && j.cfg.misfire == MisfireRunAll && !j.catchUp(ctx, cancel, x, &p.run) {
+		if p.run.Reason == Scheduled && j.cfg.misfire == MisfireRunAll && !j.catchUp(ctx, x, &p.run) {
 			return true
 		}
 		switch j.claim(ctx, x, p, retry) {
@@ -459,16 +459,20 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 // or paused meanwhile: r's slot is then reported Skipped, and not run.
 //
 //go:noinline
-func (j *Job) catchUp(ctx context.Context, cancel context.CancelCauseFunc, x *active, r *Run) bool {
-	j.recoverOutage(ctx, cancel, x, r.Due)
+func (j *Job) catchUp(ctx context.Context, x *active, r *Run) bool {
+	j.mu.Lock()
+	floor := x.floor
+	j.mu.Unlock()
+	j.recoverOutage(ctx, x, r.Due)
 	j.mu.Lock()
 	stopped, paused := j.state != jobStarted, j.paused()
+	resumed := !x.floor.Equal(floor) // paused and resumed, or given a schedule: r's slot is before the new first one
 	j.mu.Unlock()
-	if !stopped && !paused {
+	if !stopped && !paused && !resumed {
 		return true
 	}
 	why := errStopped
-	if paused {
+	if paused || resumed {
 		why = errPaused
 	}
 	j.observe([]Record{j.record(*r, Skipped, why)})
@@ -499,33 +503,34 @@ func (j *Job) claim(ctx context.Context, x *active, p *pending, retry bool) clai
 	} else {
 		err = j.claimIn(ctx, x.store, r, start)
 	}
-	j.mu.Lock()
-	switch {
-	case err == nil || errors.Is(err, ErrClaimed):
-		// A claim that works again does not end the outage: the
-		// slots whose claims failed are still owed (recoverOutage).
-		if r.Due.After(x.last) {
-			x.last = r.Due
-		}
-	case ctx.Err() == nil:
-		x.outage = true
-		x.fails++
-		if r.Reason != Manual && (x.missed.IsZero() || r.Due.Before(x.missed)) {
-			x.missed = r.Due
-		}
+	// A claim that works again does not end the outage: the slots whose
+	// claims failed are still owed (recoverOutage).
+	if err != nil && !errors.Is(err, ErrClaimed) && ctx.Err() == nil {
+		x.owe(j, r)
 	}
-	j.mu.Unlock()
 	switch {
 	case err == nil:
 		r.Attempt = 1
 		return claimOK
 	case errors.Is(err, ErrClaimed) && r.Reason != Manual:
 		return claimTaken // the slot is another replica's, which records it
-	case !retry || ctx.Err() != nil:
+	case !retry:
 		// A Manual run's Due is its own: another one's claim is not its run.
 		j.claimSkipped(ctx, r, err)
 	}
 	return claimFailed
+}
+
+// owe records that the slot of r is owed: its claim failed, or the
+// catch-up that was to run it ended first. A Manual run is not owed.
+func (x *active) owe(j *Job, r *Run) {
+	j.mu.Lock()
+	x.outage = true
+	x.fails++
+	if r.Reason != Manual && (x.missed.IsZero() || r.Due.Before(x.missed)) {
+		x.missed = r.Due
+	}
+	j.mu.Unlock()
 }
 
 // claimIn claims the slot of r, a claim that started at start, in s.
@@ -556,6 +561,9 @@ func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active
 	var renew *circulation.Trigger
 	if ls := j.cfg.lease; ls != nil && ls.Lease() > 0 {
 		renew = j.renewer(ls, p, cancel)
+		// A Func that calls runtime.Goexit leaves no outcome: its lease is
+		// left to expire, so that the slot is taken over.
+		defer stopRenewal(renew)
 	}
 	var err, runErr error
 	if ctx.Err() == nil { // not stopped or replaced since the claim
@@ -564,6 +572,12 @@ func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active
 		runErr = ctx.Err()
 	}
 	j.finish(ctx, x, p, renew, runErr, err)
+}
+
+// stopRenewal stops the renewal of a run's lease, and waits for a renewal
+// in flight.
+func stopRenewal(renew *circulation.Trigger) {
+	_ = renew.Stop(context.Background())
 }
 
 // claimed returns the Record of the claim of p's slot.
@@ -595,7 +609,7 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *circulat
 		testHookReturned()
 	}
 	if renew != nil {
-		_ = renew.Stop(context.Background()) // no renewal after Finish
+		stopRenewal(renew) // no renewal after Finish
 	}
 	// A lease given up since, even after the Func returned, decides: the
 	// slot is taken over and run again, so this run is not its outcome.
@@ -697,49 +711,53 @@ func (j *Job) call(ctx context.Context, r *Run) (err, runErr error) {
 // recoverOutage runs, before the slot due, the slots its store's failures
 // made it miss, if it failed since the last catch-up: under MisfireRunAll,
 // each of them, oldest first, up to the catch-up limit. They are the slots
-// from the first one whose claim failed; or, if the store failed when the
-// job started, the slots after the last record the job knows. A slot that
-// has a record by now, this job's or another replica's, is not run again:
-// its claim says ErrClaimed.
+// from the first one whose claim failed; and, if Last failed when the job
+// started, the slots after the store's last record before then, of which
+// those past the limit are reported Missed, as Start reports them. A slot
+// that has a record by now, this job's or another replica's, is not run
+// again: its claim says ErrClaimed.
 //
-// The catch-up stops at the first claim that fails, which leaves that slot
-// and the later ones owed, without reporting them again; and it stops if
-// the job is paused, resumed, stopped or given a schedule meanwhile. The
-// outage ends only if no claim failed while it looked at the store.
-func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc, x *active, due time.Time) {
+// The catch-up stops at the first claim that fails, and if the slot due
+// replaces or stops it: the slots left stay owed, and are not reported
+// again. It also stops if the job is paused, resumed, stopped or given a
+// schedule meanwhile. The outage ends only if no claim failed while it
+// looked at the store.
+//
+// Each catch-up run has a context of its own, under ctx: a lease it loses
+// cancels it alone.
+func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 	j.mu.Lock()
-	outage, missed, fails, base, floor, sched := x.outage, x.missed, x.fails, x.last, x.floor, j.sched
+	outage, missed, gap, fails, floor, sched := x.outage, x.missed, x.gap, x.fails, x.floor, j.sched
 	j.mu.Unlock()
-	if floor.After(base) {
-		base = floor
-	}
 	if !outage {
 		return
 	}
-	l, err := x.store.Last(ctx, j.name)
-	switch {
-	case err == nil:
-		if l.Due.After(base) {
-			base = l.Due
+	var from time.Time // the slots after it are owed
+	owed := false
+	if !gap.IsZero() {
+		last, err := j.lastBefore(ctx, x.store, sched, gap, due)
+		if err != nil {
+			return // still failing: the claim will say so
 		}
-	case !errors.Is(err, ErrNoRecord):
-		return // still failing: the claim will say so
+		from, owed = last, !last.IsZero() // no record before the start: a new job owes nothing before it
 	}
-	if !missed.IsZero() && !missed.Before(floor) && (base.IsZero() || missed.Before(base)) {
-		base = missed.Add(-1) // so that the first slot after it is the missed one itself
+	if m := missed.Add(-1); !missed.IsZero() && !m.Before(floor) && (!owed || m.Before(from)) {
+		from, owed = m, true // so that the first slot after it is the missed one itself
+	}
+	if owed && from.Before(floor) {
+		from = floor
 	}
 	j.mu.Lock()
 	if x.fails == fails {
-		x.outage, x.missed = false, time.Time{}
+		x.outage, x.missed, x.gap = false, time.Time{}, time.Time{}
 	}
 	j.mu.Unlock()
-	if base.IsZero() {
-		return // no record anywhere: a new job catches up nothing
+	if !owed {
+		return
 	}
-	t := base
-	for range j.cfg.catchUp {
-		t = next(sched, t)
-		if t.IsZero() || !t.Before(due) || ctx.Err() != nil {
+	t := from
+	for n := 0; ; n++ {
+		if t = next(sched, t); t.IsZero() || !t.Before(due) {
 			return
 		}
 		j.mu.Lock()
@@ -749,10 +767,71 @@ func (j *Job) recoverOutage(ctx context.Context, cancel context.CancelCauseFunc,
 			return
 		}
 		p := pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}}
-		if !j.execute(ctx, cancel, x, &p, true) {
+		if ctx.Err() != nil {
+			x.owe(j, &p.run) // replaced: the slot due catches up from here
+			return
+		}
+		if n == j.cfg.catchUp {
+			// Past the limit: the slots before the start, never reported,
+			// are Missed; the later ones were reported when they fell due.
+			j.observe(j.missedBefore(sched, t, gap))
+			return
+		}
+		rctx, rcancel := context.WithCancelCause(ctx)
+		ok := j.execute(rctx, rcancel, x, &p, true)
+		rcancel(nil)
+		if !ok {
 			return
 		}
 	}
+}
+
+// lastBefore returns the Due of the latest record of the job before gap,
+// or zero if it has none; due is the slot about to run, on sched. Last
+// answers, unless runs since gap have records: then History is read back
+// past the slots of sched since gap (and a few RunNow), up to the scan
+// limit. A record older than that, if any, is not looked for: the slots
+// after it are not caught up.
+func (j *Job) lastBefore(ctx context.Context, s Store, sched Schedule, gap, due time.Time) (time.Time, error) {
+	l, err := s.Last(ctx, j.name)
+	switch {
+	case errors.Is(err, ErrNoRecord):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, err
+	case l.Due.Before(gap):
+		return l.Due, nil
+	}
+	n := 16
+	for t := gap; n < j.cfg.scanLimit(); n++ {
+		if t = next(sched, t); t.IsZero() || t.After(due) {
+			break
+		}
+	}
+	h, err := s.History(ctx, j.name, n)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, r := range h {
+		if r.Due.Before(gap) {
+			return r.Due, nil
+		}
+	}
+	return time.Time{}, nil
+}
+
+// missedBefore returns the Missed records of the slots of sched from t to
+// end, end excluded, up to the scan limit.
+func (j *Job) missedBefore(sched Schedule, t, end time.Time) []Record {
+	var obs []Record
+	for range j.cfg.scanLimit() {
+		if t.IsZero() || !t.Before(end) {
+			break
+		}
+		obs = append(obs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
+		t = next(sched, t)
+	}
+	return obs
 }
 
 // renewer returns a started Trigger that renews the lease of the claim of

@@ -1,0 +1,227 @@
+package schedule_test
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// downLeaseStore is a leaseStore whose Claim fails while down is set.
+type downLeaseStore struct {
+	*leaseStore
+	down atomic.Bool
+}
+
+func (s *downLeaseStore) Claim(ctx context.Context, r schedule.Record) error {
+	if s.down.Load() {
+		return errDown
+	}
+	return s.leaseStore.Claim(ctx, r)
+}
+
+// A catch-up run that loses its lease cancels the context it shares with
+// the Scheduled run that was catching up: that slot is then claimed and
+// recorded Canceled "lease lost" without its Func ever running, though its
+// own lease was never lost, and nothing runs it again.
+func TestLeaseLostInACatchUpCancelsTheSlotAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &downLeaseStore{leaseStore: newLeaseStore(9 * time.Second)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(5*time.Second),
+			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithMisfire(schedule.MisfireRunAll),
+			schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		store.down.Store(true)
+		time.Sleep(10 * time.Second) // 25s: the claim of 20s failed
+		store.down.Store(false)
+		time.Sleep(6 * time.Second) // 31s: the catch-up of 20s runs since 30s
+		store.steal(at(20 * time.Second))
+		time.Sleep(8 * time.Second) // 39s
+		stop(t, j)
+		var r30 []schedule.Record
+		for _, r := range l.recs() {
+			if r.Due.Equal(at(30 * time.Second)) {
+				r30 = append(r30, r)
+			}
+		}
+		require.Len(t, r30, 1, "%v", l.summary())
+		assert.Equal(t, schedule.Succeeded, r30[0].Status, "the 30s slot: %s (%v)", r30[0].Err, l.summary())
+		assert.Contains(t, l.starts(), "33s start Scheduled due 30s", "the 30s slot never ran")
+	})
+}
+
+// A Func that calls runtime.Goexit on a LeaseStore leaves the renewal of
+// its lease running: after Stop, the lease is still renewed, so the slot
+// is never taken over and a Trigger of the job outlives it.
+func TestGoexitOnALeaseStoreStopsRenewing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newLeaseStore(9 * time.Second)
+		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
+			runtime.Goexit()
+			return nil
+		}, schedule.WithStore(store), schedule.WithNode("n"))
+		start(t, j)
+		time.Sleep(65 * time.Second)
+		stop(t, j)
+		store.mu.Lock()
+		n := len(store.renewed)
+		store.mu.Unlock()
+		time.Sleep(30 * time.Second)
+		store.mu.Lock()
+		after := slices.Clone(store.renewed[n:])
+		store.renewDown = true // ends the renewal, so that the bubble ends
+		store.mu.Unlock()
+		time.Sleep(10 * time.Second)
+		assert.Empty(t, after, "renewals of the 1m slot's lease after Stop")
+	})
+}
+
+// hangStore is a MemoryStore whose Claim fails while down is set, and
+// waits for its context to be done while hang is set, as a database
+// driver does.
+type hangStore struct {
+	*schedule.MemoryStore
+	down, hang atomic.Bool
+}
+
+func (s *hangStore) Claim(ctx context.Context, r schedule.Record) error {
+	if s.down.Load() {
+		return errDown
+	}
+	if s.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.MemoryStore.Claim(ctx, r)
+}
+
+// A slot whose claim failed is reported Skipped once. When the job is
+// stopped while the catch-up claims that slot again, the catch-up reports
+// it Skipped a second time.
+func TestStopDuringACatchUpClaimReportsTheSlotOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &hangStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		store.down.Store(true)
+		time.Sleep(10 * time.Second) // 25s: the claim of 20s failed
+		store.down.Store(false)
+		store.hang.Store(true)
+		time.Sleep(10 * time.Second) // 35s: the catch-up's claim of 20s hangs
+		stop(t, j)
+		n := 0
+		for _, r := range l.recs() {
+			if r.Due.Equal(at(20 * time.Second)) {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "records of the 20s slot: %v", l.summary())
+	})
+}
+
+// A job started while its store's Last fails treats it as an outage from
+// its first slot. If Last still fails at that slot but the claim works,
+// the slot runs and the job takes its Due as the latest it knows: the
+// slots missed before Start, after the store's last record, are then
+// never caught up under MisfireRunAll, nor reported Missed.
+func TestStartOutageThenClaimWorksBeforeLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+		ctx := context.Background()
+		require.NoError(t, store.MemoryStore.Claim(ctx, schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Running}))
+		require.NoError(t, store.MemoryStore.Finish(ctx, schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Succeeded}))
+		time.Sleep(35 * time.Second) // the process was down since 10s
+		store.set(func(s *scriptedStore) { s.lastDown = true })
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(10 * time.Second) // 45s: 40s ran, its Last having failed
+		store.set(func(s *scriptedStore) { s.lastDown = false })
+		time.Sleep(13 * time.Second) // 58s
+		stop(t, j)
+		var dues []string
+		for _, r := range l.recs() {
+			dues = append(dues, since(r.Due))
+		}
+		assert.Contains(t, dues, "20s", "%v", l.summary())
+		assert.Contains(t, dues, "30s", "%v", l.summary())
+	})
+}
+
+// Under OverlapReplace, a slot that falls due while the run of a slot is
+// catching up after an outage replaces it: the owed slots the catch-up had
+// not reached yet are dropped, with no record but the Skipped of their
+// first failed claim, and the next slot does not catch them up either.
+func TestReplaceDuringACatchUpKeepsTheOwedSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(6*time.Second),
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll),
+			schedule.WithOverlap(schedule.OverlapReplace), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(15 * time.Second)
+		store.setDown(true)
+		time.Sleep(30 * time.Second) // 45s: the claims of 20s, 30s, 40s failed
+		store.setDown(false)
+		time.Sleep(33 * time.Second) // 78s
+		stop(t, j)
+		var ran []string
+		for _, s := range l.starts() {
+			ran = append(ran, s[strings.Index(s, " due ")+5:])
+		}
+		assert.Contains(t, ran, "40s", "the owed 40s slot never ran: %v", l.summary())
+	})
+}
+
+// Slots missed while the process was down get a record each, run or
+// Missed, whether Last answered at Start or the store was down then: a
+// Start outage's catch-up runs the oldest up to the catch-up limit, as
+// Start does, but reports none of the others Missed.
+func TestStartOutageReportsTheSlotsPastTheLimitMissed(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		var dues []string
+		synctest.Test(t, func(t *testing.T) {
+			var l journal
+			store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+			ctx := context.Background()
+			require.NoError(t, store.MemoryStore.Claim(ctx, schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Running}))
+			require.NoError(t, store.MemoryStore.Finish(ctx, schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Succeeded}))
+			time.Sleep(75 * time.Second) // the process was down since 10s
+			store.set(func(s *scriptedStore) { s.lastDown = down })
+			j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+				schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithCatchUpLimit(2),
+				schedule.WithObserver(l.observe))
+			start(t, j)
+			store.set(func(s *scriptedStore) { s.lastDown = false })
+			time.Sleep(10 * time.Second) // 85s
+			stop(t, j)
+			var ts []time.Time
+			for _, r := range l.recs() {
+				if r.Due.Before(at(70 * time.Second)) {
+					ts = append(ts, r.Due)
+				}
+			}
+			slices.SortFunc(ts, time.Time.Compare)
+			for _, d := range slices.Compact(ts) {
+				dues = append(dues, since(d))
+			}
+		})
+		assert.Equal(t, []string{"20s", "30s", "40s", "50s", "1m0s"}, dues, "Last down at Start: %v", down)
+	}
+}
