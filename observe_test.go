@@ -751,3 +751,38 @@ func TestStressObserver(t *testing.T) {
 		})
 	}
 }
+
+// An arming whose FireAfter finds in the pending slot the shot of a later
+// call, which superseded it before it got there, arms nothing; it is
+// superseded all the same, and counted so. The later call is made from the
+// observer, on the goroutine of the first, between its compare-and-swap and
+// its arming: the first FireAfter drops the run owed after the run in
+// flight, which the observer hears of first.
+func TestObserverArmingSupersededBeforeItFoundTheSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var runs, hooked atomic.Int32
+		var tr *circulation.Trigger
+		tr = circulation.Bind(nil, func(context.Context) (time.Duration, bool) {
+			if runs.Add(1) == 1 {
+				<-release
+			}
+			return 0, false
+		}, circulation.WithObserver(func(ev circulation.TriggerEvent) {
+			if ev.Kind == circulation.ArmingSuperseded && hooked.Add(1) == 1 {
+				tr.FireAfter(2 * time.Second) // supersedes the FireAfter below before it arms
+			}
+		}))
+		tr.Fire()
+		synctest.Wait() // the run is in flight
+		tr.Fire()       // owed after it
+		tr.FireAfter(time.Second)
+		close(release)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		require.NoError(t, tr.Stop(context.Background()))
+		assert.Equal(t, int32(2), runs.Load())
+		// Superseded: the owed run, and FireAfter(time.Second).
+		assert.Equal(t, circulation.TriggerStats{Runs: 2, Fires: 4, Coalesced: 1, Superseded: 2}, tr.Stats())
+	})
+}

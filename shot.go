@@ -192,8 +192,12 @@ func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64, extra uint3
 		return false
 	}
 	if old.version.Load() == version(t.state.Load()) { // read while we own old
-		// The current arming's, so v is superseded: put it back.
+		// The current arming's, so v is superseded before it was armed:
+		// put it back, and count v's arming superseded.
 		t.place(old)
+		if o := t.obs(); o != nil {
+			o.counted(due)
+		}
 		return true
 	}
 	if !t.cancel(old) {
