@@ -255,6 +255,17 @@ func (t *Trigger) armFlags(v uint32, d time.Duration, again uint32) {
 // has nothing to do. at is v's due time on the monotonic clock.
 func (t *Trigger) rearmPending(v uint32, d time.Duration, at, due int64, extra uint32) bool {
 	old := t.pending.Swap(nil)
+	// An empty slot while a shot is armed: another goroutine has taken it
+	// out to re-target it, which takes a few nanoseconds. Waiting for it
+	// spares a new shot and a timer of its own.
+	for spin := 0; old == nil && spin < 32 && t.live.Load() > 0; spin++ {
+		if extra == 0 && version(t.state.Load()) != v {
+			break
+		}
+		if t.pending.Load() != nil {
+			old = t.pending.Swap(nil)
+		}
+	}
 	if old == nil {
 		if extra == 0 && version(t.state.Load()) != v {
 			// Superseded already: the call that did it arms its own.
