@@ -23,7 +23,7 @@ import (
 // f, which found the shot neither claimed nor busy. It must follow run.
 func runAfterClaim(sh *shot, f uint32) {
 	t := sh.t
-	for f&(shotLate|shotDead) == shotLate {
+	for f&(shotLate|shotDead) == shotLate && !closed(t.state.Load()) {
 		wait := time.Duration(sh.at - monoNow())
 		if wait <= 0 {
 			break

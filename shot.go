@@ -88,9 +88,11 @@ func (sh *shot) run() {
 		return
 	}
 	t := sh.t
-	for f&(shotLate|shotDead) == shotLate {
+	for f&(shotLate|shotDead) == shotLate && !closed(t.state.Load()) {
 		// Re-targeted: the timer may have come early. The clock is read
 		// only here, so a callback that was never re-targeted pays nothing.
+		// On a closed Trigger it runs at once: Shutdown may have found it
+		// claimed, and left it to run.
 		wait := time.Duration(sh.at - monoNow())
 		if wait <= 0 {
 			break
@@ -131,9 +133,10 @@ func (t *Trigger) cancel(sh *shot) bool {
 	// started as a goroutine has no timer to stop: its callback will find
 	// it dead.
 	f := sh.flags.Or(shotDead)
-	if f&(shotClaimed|shotDead) == 0 {
+	if f&shotDead == 0 && (f&shotClaimed == 0 || f&shotBusy != 0) {
 		// The callback has not started, and will find the shot dead (or
-		// never run): this arming will never start the Func.
+		// never run); or delay holds the shot, and its callback will find
+		// it dead: this arming will never start the Func.
 		if o := t.obs(); o != nil {
 			o.supersede(sh)
 		}
@@ -156,13 +159,25 @@ func (t *Trigger) cancel(sh *shot) bool {
 func (t *Trigger) delay(sh *shot, f uint32, wait time.Duration) (uint32, bool) {
 	busy := f&^shotClaimed | shotBusy
 	if !sh.flags.CompareAndSwap(f, busy) {
-		return sh.flags.Load(), true // killed since the claim: cancel left it to the caller
+		// Killed since the claim: cancel found it claimed, and left the
+		// count to its callback.
+		if o := t.obs(); o != nil {
+			o.supersede(sh)
+		}
+		return sh.flags.Load(), true
 	}
+	v := sh.version.Load() // read while busy: the shot is ours
 	sh.timerAt = sh.at
 	sh.timer.(*time.Timer).Reset(wait)
 	for {
 		if sh.flags.CompareAndSwap(busy, busy&^shotBusy) {
-			return 0, false // the timer's next callback takes the shot over
+			// The timer's next callback takes the shot over. A Shutdown
+			// that found it busy, claimed or not, may have left it pending:
+			// it runs now, as Shutdown promises.
+			if closed(t.state.Load()) {
+				t.hurry(v)
+			}
+			return 0, false
 		}
 		g := sh.flags.Load()
 		if g&shotClaimed != 0 {
@@ -277,8 +292,12 @@ func (t *Trigger) rearmPending(v uint32, d time.Duration, at, due int64, extra u
 		return false
 	}
 	if old.version.Load() == version(t.state.Load()) { // read while we own old
-		// The current arming's, so v is superseded: put it back.
+		// The current arming's, so v is superseded before it was armed:
+		// put it back, and count v's arming superseded.
 		t.place(old)
+		if o := t.obs(); o != nil {
+			o.counted(due)
+		}
 		return true
 	}
 	if extra == 0 && t.retarget(old, v, d, at, due) {
