@@ -41,7 +41,16 @@ package circulation
 // coalesce is left out: it only reads the slot and the pending shot, and
 // the state explorer checks what it relies on (its callback, once due, will
 // start the Func), given what this explorer checks: that only a superseded
-// shot is ever killed.
+// shot is ever killed. So is rearmPending's wait for an empty slot while a
+// shot is armed: its loads change nothing, and waiting only delays the
+// Swap, which the explorer already puts at every point.
+//
+// Close and Shutdown are the state explorers' (explore_shape_test.go); what
+// a closed Trigger changes here (an early callback on a closed Trigger runs
+// at once, and delay hurries an arming a Shutdown left pending) and the
+// observer's counts of superseded armings are checked by the tests in
+// retarget_interleave_test.go, which take the callback's steps one at a
+// time, and by the stress tests in retarget_count_test.go.
 //
 // The arm op is FireAfter, Fire on an idle Trigger, a run that asks to run
 // again (exitArm) and abort with a reservation; the disarm op is Suspend and
