@@ -2,6 +2,7 @@ package circulation_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -117,4 +118,65 @@ func TestObserverArmingSupersededBeforeItFoundTheSlot(t *testing.T) {
 		// Superseded: the owed run, and FireAfter(time.Second).
 		assert.Equal(t, circulation.TriggerStats{Runs: 2, Fires: 4, Coalesced: 1, Superseded: 2}, tr.Stats())
 	})
+}
+
+// A re-targeted arming due sooner than the timer that its early callback
+// re-armed for the rest is not run late: the re-armed timer's time is
+// recorded, and a FireAfter due before it re-arms it again.
+func TestRetargetSoonerThanTheDelayedTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &starts{t0: time.Now()}
+		tr := circulation.Bind(nil, s.f)
+		tr.FireAfter(time.Second)     // timer at 1s
+		tr.FireAfter(3 * time.Second) // due at 3s: timer kept
+		time.Sleep(1500 * ms)         // it came at 1s, early, and was re-armed for 3s
+		synctest.Wait()
+		tr.FireAfter(time.Second) // due at 2.5s, before the timer
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []time.Duration{2500 * ms}, s.all())
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+}
+
+// A timer that comes while retarget holds its shot (here while the
+// observer hears of the arming superseded) is re-armed for what is left
+// until the new due time, not for the whole delay again.
+func TestRetargetTimerComesDuringRetarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &starts{t0: time.Now()}
+		var pause atomic.Bool
+		tr := circulation.Bind(nil, s.f, circulation.WithObserver(func(ev circulation.TriggerEvent) {
+			if ev.Kind == circulation.ArmingSuperseded && pause.Swap(false) {
+				time.Sleep(1500 * ms) // the kept timer comes at 1s meanwhile
+			}
+		}))
+		tr.FireAfter(time.Second)
+		pause.Store(true)
+		tr.FireAfter(2 * time.Second) // due at 2s
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []time.Duration{2 * time.Second}, s.all())
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+}
+
+// The longest delay does not wrap the monotonic due time: a FireAfter
+// after it, due soon, runs soon. (On the real clock: inside a synctest
+// bubble the clock the Trigger reads is negative, and cannot wrap.)
+func TestRetargetLongestDelay(t *testing.T) {
+	ran := make(chan struct{}, 1)
+	tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) {
+		ran <- struct{}{}
+		return 0, false
+	})
+	tr.FireAfter(10 * ms)
+	tr.FireAfter(math.MaxInt64)
+	tr.FireAfter(10 * ms)
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Error("FireAfter(10ms) after FireAfter(math.MaxInt64) did not run")
+	}
+	require.NoError(t, tr.Stop(context.Background()))
 }
