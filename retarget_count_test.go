@@ -23,7 +23,6 @@ import (
 // Trigger takes arms exactly one arming, which either starts a run or is
 // superseded: at rest, Fires == Runs + Superseded.
 func TestStressRetargetAccounting(t *testing.T) {
-	var mu sync.Mutex
 	tr := circulation.Bind(nil, func(context.Context) (time.Duration, bool) { return 0, false }, circulation.WithStats())
 	deadline := time.Now().Add(time.Second)
 	var wg sync.WaitGroup
@@ -45,8 +44,6 @@ func TestStressRetargetAccounting(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
 	require.NoError(t, tr.Stop(context.Background()))
 	st := tr.Stats()
 	t.Logf("%+v", st)
