@@ -20,29 +20,8 @@ import (
 // the callback goes on as run goes on (runAfterClaim).
 
 // runAfterClaim is shot.run from the moment its Or(shotClaimed) returned
-// f, which found the shot neither claimed nor busy. It must follow run.
-func runAfterClaim(sh *shot, f uint32) {
-	t := sh.t
-	for f&(shotLate|shotDead) == shotLate && !closed(t.state.Load()) {
-		wait := time.Duration(sh.at - monoNow())
-		if wait <= 0 {
-			break
-		}
-		var mine bool
-		if f, mine = t.delay(sh, f|shotClaimed, wait); !mine {
-			return
-		}
-	}
-	defer t.retire(sh, 1)
-	if f&shotDead != 0 {
-		return
-	}
-	if sh.flags.Load()&shotDead != 0 || !t.start(sh.version.Load(), sh.due.Load()) {
-		if o := t.obs(); o != nil {
-			o.supersede(sh)
-		}
-	}
-}
+// f, which found the shot neither claimed nor busy.
+func runAfterClaim(sh *shot, f uint32) { sh.claimed(f) }
 
 // earlyClaim arms FireAfter(first) then FireAfter(second), second later
 // than first, so that the pending shot is re-targeted and keeps its timer,
@@ -127,5 +106,29 @@ func TestRetargetEarlyClaimShutdownHurries(t *testing.T) {
 		assert.NoError(t, err, "Shutdown waited for the re-targeted arming's due time")
 		assert.Equal(t, int64(time.Second), ranAt.Load(), "the pending arming ran at another time than Shutdown's")
 		require.NoError(t, tr.Close(context.Background()))
+	})
+}
+
+// A re-targeted arming killed while delay holds its shot busy, after the
+// timer delay re-armed came back and its callback left its claim to delay,
+// is counted superseded once: cancel counts it, since delay, not a
+// callback, holds the shot, and delay's callback then finds it dead.
+func TestRetargetKilledWhileDelayHoldsTheClaimCountsSuperseded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ran atomic.Int32
+		tr := Bind(nil, func(context.Context) (time.Duration, bool) { ran.Add(1); return 0, false }, WithStats())
+		sh, f := earlyClaim(t, tr, time.Second, 2*time.Second)
+		testHookDelay = func(sh *shot) {
+			testHookDelay = nil
+			require.True(t, sh.timer.Stop(), "delay re-armed the timer")
+			g := sh.flags.Or(shotClaimed) // the timer came back: its callback finds the shot busy
+			require.NotZero(t, g&shotBusy)
+			tr.Suspend() // cancel finds the shot busy and claimed
+		}
+		t.Cleanup(func() { testHookDelay = nil })
+		runAfterClaim(sh, f)
+		require.NoError(t, tr.Stop(context.Background()))
+		assert.Zero(t, ran.Load())
+		assert.Equal(t, TriggerStats{Fires: 2, Superseded: 2}, tr.Stats(), "an arming superseded is not counted once")
 	})
 }

@@ -87,6 +87,12 @@ func (sh *shot) run() {
 		// its claim to them, to take over.
 		return
 	}
+	sh.claimed(f)
+}
+
+// claimed is the callback from the moment its claim found the flags f,
+// neither claimed nor busy.
+func (sh *shot) claimed(f uint32) {
 	t := sh.t
 	for f&(shotLate|shotDead) == shotLate && !closed(t.state.Load()) {
 		// Re-targeted: the timer may have come early. The clock is read
@@ -169,6 +175,9 @@ func (t *Trigger) delay(sh *shot, f uint32, wait time.Duration) (uint32, bool) {
 	v := sh.version.Load() // read while busy: the shot is ours
 	sh.timerAt = sh.at
 	sh.timer.(*time.Timer).Reset(wait)
+	if testHookDelay != nil {
+		testHookDelay(sh)
+	}
 	for {
 		if sh.flags.CompareAndSwap(busy, busy&^shotBusy) {
 			// The timer's next callback takes the shot over. A Shutdown
