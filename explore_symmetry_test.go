@@ -22,7 +22,7 @@ func TestExploreSymmetryReductionIsExact(t *testing.T) {
 	}
 	t.Logf("state protocol: %d states reduced, %d plain; %v interleavings both", reduced.states, plain.states, reduced.interleavings)
 
-	m := slModel{}
+	m := slModel{delays: 2}
 	scfgs := slConfigs(v0, 2, 3, m)
 	sreduced, trace1 := slExploreWith(m, scfgs, false)
 	splain, trace2 := slExploreWith(m, scfgs, true)

@@ -21,4 +21,7 @@ var (
 	// testHookFlush runs in Shutdown's flush before the compare-and-swap
 	// that closes the Trigger.
 	testHookFlush func()
+	// testHookDelay runs in delay once it has re-armed the timer of the
+	// shot it holds busy, before it hands the shot back.
+	testHookDelay func(sh *shot)
 )

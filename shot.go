@@ -1,6 +1,7 @@
 package circulation
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -27,8 +28,10 @@ type shot struct {
 	version atomic.Uint32 // written by newShot; read by the callback, settle, disarm and coalesce
 	flags   atomic.Uint32
 	refs    atomic.Int32
-	due     atomic.Int64 // Unix nanoseconds, when Trigger.timed or observed; zero: unknown. Written by newShot; read by FireWithin, Next and the observer
+	due     atomic.Int64 // Unix nanoseconds, when Trigger.timed or observed; zero: unknown. Written by newShot and retarget; read by FireWithin, Next and the observer
 	timer   Timer        // written by arm before the shot reaches the slot; read by its owner
+	at      int64        // when the arming is due on the monotonic clock (monoNow), for a delay on RuntimeScheduler; written by arm and, with shotBusy, by retarget; read by a callback that claims a shotLate shot
+	timerAt int64        // when the shot's timer comes on the same clock; written and read by arm, and with shotBusy held
 	fire    func()       // the callback, sh.run bound once so recycled shots need no new closure
 }
 
@@ -39,6 +42,8 @@ const (
 	shotGo                         // started as a goroutine, not on its timer: Stop cannot cancel it (see arm)
 	shotAgain                      // armed by a reassert: if superseded before it is placed, it does not reassert again (see place)
 	shotTimed                      // armed once the Trigger had a FireWithin: its due time is FireWithin's to compare (see keep)
+	shotLate                       // re-targeted to a later arming (see retarget): its timer may come before at, and its callback then re-arms it (see delay)
+	shotBusy                       // retarget or delay is changing the arming or re-arming the timer: a callback that comes meanwhile claims and leaves the rest to it, and cancel leaves the timer to it
 )
 
 // newShot returns a shot for version v, due at due, with the flags extra
@@ -76,10 +81,33 @@ func (sh *shot) claim() bool {
 // run is the shot's timer callback.
 func (sh *shot) run() {
 	f := sh.flags.Or(shotClaimed) // claim, keeping what was there
-	if f&shotClaimed != 0 {
+	if f&(shotClaimed|shotBusy) != 0 {
+		// A duplicated or stopped-but-delivered callback claims nothing;
+		// one that comes while retarget or delay holds the shot leaves
+		// its claim to them, to take over.
 		return
 	}
+	sh.claimed(f)
+}
+
+// claimed is the callback from the moment its claim found the flags f,
+// neither claimed nor busy.
+func (sh *shot) claimed(f uint32) {
 	t := sh.t
+	for f&(shotLate|shotDead) == shotLate && !closed(t.state.Load()) {
+		// Re-targeted: the timer may have come early. The clock is read
+		// only here, so a callback that was never re-targeted pays nothing.
+		// On a closed Trigger it runs at once: Shutdown may have found it
+		// claimed, and left it to run.
+		wait := time.Duration(sh.at - monoNow())
+		if wait <= 0 {
+			break
+		}
+		var mine bool
+		if f, mine = t.delay(sh, f|shotClaimed, wait); !mine {
+			return
+		}
+	}
 	defer t.retire(sh, 1)
 	if f&shotDead != 0 {
 		return // cancel counted it superseded: it found the shot unclaimed
@@ -111,14 +139,70 @@ func (t *Trigger) cancel(sh *shot) bool {
 	// started as a goroutine has no timer to stop: its callback will find
 	// it dead.
 	f := sh.flags.Or(shotDead)
-	if f&(shotClaimed|shotDead) == 0 {
+	if f&shotDead == 0 && (f&shotClaimed == 0 || f&shotBusy != 0) {
 		// The callback has not started, and will find the shot dead (or
-		// never run): this arming will never start the Func.
+		// never run); or delay holds the shot, and its callback will find
+		// it dead: this arming will never start the Func.
 		if o := t.obs(); o != nil {
 			o.supersede(sh)
 		}
 	}
-	return f&(shotClaimed|shotGo) == 0 && sh.timer.Stop() && sh.claim()
+	// A busy shot's timer is delay's: it stops it, or leaves it to the
+	// callback on its way.
+	return f&(shotClaimed|shotGo|shotBusy) == 0 && sh.timer.Stop() && sh.claim()
+}
+
+// delay re-arms the timer of a re-targeted shot whose callback came wait
+// before the shot's due time. f is the shot's flags, with the claim the
+// caller holds. The claim is traded for shotBusy while the timer is
+// re-armed, and the trade is undone when it is: the timer's next callback
+// then claims the shot afresh. delay reports whether the caller is still
+// the shot's callback, with the flags it holds (claimed): if the timer came
+// back before the trade was undone, its callback left its claim to the
+// caller; if the shot was killed meanwhile and delay stopped its timer, no
+// callback will come, and the caller retires the shot. The caller's
+// reference to the shot keeps it from being recycled until delay returns.
+func (t *Trigger) delay(sh *shot, f uint32, wait time.Duration) (uint32, bool) {
+	busy := f&^shotClaimed | shotBusy
+	if !sh.flags.CompareAndSwap(f, busy) {
+		// Killed since the claim: cancel found it claimed, and left the
+		// count to its callback.
+		if o := t.obs(); o != nil {
+			o.supersede(sh)
+		}
+		return sh.flags.Load(), true
+	}
+	v := sh.version.Load() // read while busy: the shot is ours
+	sh.timerAt = sh.at
+	sh.timer.(*time.Timer).Reset(wait)
+	if testHookDelay != nil {
+		testHookDelay(sh)
+	}
+	for {
+		if sh.flags.CompareAndSwap(busy, busy&^shotBusy) {
+			// The timer's next callback takes the shot over. A Shutdown
+			// that found it busy, claimed or not, may have left it pending:
+			// it runs now, as Shutdown promises.
+			if closed(t.state.Load()) {
+				t.hurry(v)
+			}
+			return 0, false
+		}
+		g := sh.flags.Load()
+		if g&shotClaimed != 0 {
+			// The timer came back already, and its callback left its
+			// claim to us.
+			return sh.flags.And(^shotBusy) &^ shotBusy, true
+		}
+		// Killed meanwhile: cancel found the shot busy, counted it
+		// superseded, and left its timer to us.
+		if sh.timer.Stop() {
+			return g | shotClaimed, true
+		}
+		// Its callback is on its way: it will find the shot dead, unless
+		// it has claimed it meanwhile.
+		busy = g
+	}
 }
 
 // retire accounts for a shot whose timer is done, then drops n references.
@@ -157,10 +241,15 @@ func (t *Trigger) armFlags(v uint32, d time.Duration, again uint32) {
 	} else if t.ext != nil && t.ext.obs != nil {
 		due = dueAt(d) // for Next and the observer only: FireWithin does not compare it
 	}
-	if d > 0 && t.recycle && t.rearmPending(v, d, due, again) {
-		return
+	var at int64
+	if d > 0 && t.recycle {
+		at = monoAfter(d)
+		if t.rearmPending(v, d, at, due, again) {
+			return
+		}
 	}
 	sh := t.newShot(v, d, due, again)
+	sh.at, sh.timerAt = at, at
 	t.live.Add(1)
 	if d == 0 && t.recycle {
 		// No delay on the runtime's timers: a goroutine of its own is what
@@ -180,15 +269,35 @@ func (t *Trigger) armFlags(v uint32, d time.Duration, again uint32) {
 }
 
 // rearmPending is arm for a delay on the runtime's timers when a shot is
-// pending: it takes the shot out of the slot, and if that shot is stale and
-// its timer stops before its callback starts, re-arms the same shot and
-// *time.Timer for version v, which then keeps the place in live the stale
-// arming had. That spares arm a shot from the spare slot, two updates of
-// live and the recycling of the stale shot. It reports whether it armed v,
-// or found that a later call superseded v, so that arm has nothing to do.
-func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64, extra uint32) bool {
+// pending: it takes the shot out of the slot, and if that shot is stale,
+// re-targets it to version v (see retarget), or if its timer stops before
+// its callback starts, re-arms the same shot and *time.Timer for v. The
+// shot then keeps the place in live the stale arming had. That spares arm a
+// shot from the spare slot, two updates of live and the recycling of the
+// stale shot, and retarget spares it the timer's lock too. It reports
+// whether it armed v, or found that a later call superseded v, so that arm
+// has nothing to do. at is v's due time on the monotonic clock.
+func (t *Trigger) rearmPending(v uint32, d time.Duration, at, due int64, extra uint32) bool {
 	old := t.pending.Swap(nil)
+	// An empty slot while a shot is armed: another goroutine has taken it
+	// out to re-target it, which takes a few nanoseconds. Waiting for it
+	// spares a new shot and a timer of its own.
+	for spin := 0; old == nil && spin < 32 && t.live.Load() > 0; spin++ {
+		if extra == 0 && version(t.state.Load()) != v {
+			break
+		}
+		if t.pending.Load() != nil {
+			old = t.pending.Swap(nil)
+		}
+	}
 	if old == nil {
+		if extra == 0 && version(t.state.Load()) != v {
+			// Superseded already: the call that did it arms its own.
+			if o := t.obs(); o != nil {
+				o.counted(due)
+			}
+			return true
+		}
 		return false
 	}
 	if old.version.Load() == version(t.state.Load()) { // read while we own old
@@ -200,6 +309,10 @@ func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64, extra uint3
 		}
 		return true
 	}
+	if extra == 0 && t.retarget(old, v, d, at, due) {
+		t.place(old)
+		return true
+	}
 	if !t.cancel(old) {
 		t.release(old, 1)
 		return false
@@ -207,9 +320,67 @@ func (t *Trigger) rearmPending(v uint32, d time.Duration, due int64, extra uint3
 	old.version.Store(v)
 	old.due.Store(due)
 	old.flags.Store(extra)
+	old.at, old.timerAt = at, at
 	old.timer.(*time.Timer).Reset(d)
 	t.place(old)
 	return true
+}
+
+// retarget makes the stale shot sh, which the caller owns, the arming of
+// version v, due d from now (at on the monotonic clock), if its timer is
+// pending and its callback has not started. If the timer comes no later
+// than at, it is left alone: the timer's lock is what two goroutines
+// superseding each other's armings would otherwise contend on. Its callback
+// will find the shot early and re-arm the timer for the rest (see delay).
+// If it comes later, it is re-armed for d. shotBusy keeps the callback out
+// meanwhile: one that comes leaves its claim, and retarget then re-arms the
+// timer it fired. It reports false, having changed nothing, if the shot is
+// not one to re-target: an arming with no delay, one for FireWithin, or
+// one whose callback has claimed it.
+func (t *Trigger) retarget(sh *shot, v uint32, d time.Duration, at, due int64) bool {
+	f := sh.flags.Load()
+	if f&^shotLate != 0 || !sh.flags.CompareAndSwap(f, f|shotBusy) {
+		return false
+	}
+	if o := t.obs(); o != nil {
+		o.supersede(sh) // before its due time is overwritten
+	}
+	sh.version.Store(v)
+	sh.due.Store(due)
+	sh.at = at
+	if sh.timerAt > at && sh.timer.Stop() {
+		// Due sooner than the timer: re-arm it. If Stop fails, the
+		// callback is on its way, and will re-arm it if it comes early.
+		sh.timer.(*time.Timer).Reset(d)
+		sh.timerAt = at
+	}
+	if !sh.flags.CompareAndSwap(f|shotBusy, shotLate) {
+		// The timer came meanwhile, and its callback left its claim to
+		// us. Nobody else can reach the shot: it is out of the slot.
+		sh.flags.Store(shotLate)
+		sh.timerAt = at
+		sh.timer.(*time.Timer).Reset(max(time.Duration(at-monoNow()), 0))
+	}
+	return true
+}
+
+// epoch is the origin of the monotonic clock that monoNow reads.
+var epoch = time.Now()
+
+// monoNow reads the monotonic clock, in nanoseconds since epoch: one read
+// of the runtime's clock, without the wall clock. Inside a testing/synctest
+// bubble it reads the bubble's clock, as the bubble's timers do: there it
+// is the bubble's time less epoch, negative, and moves only with the
+// bubble's time.
+func monoNow() int64 { return int64(time.Since(epoch)) }
+
+// monoAfter is monoNow() + d, saturated rather than wrapped.
+func monoAfter(d time.Duration) int64 {
+	now := monoNow()
+	if now > 0 && int64(d) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(d)
 }
 
 // schedule hands sh's callback to the Scheduler. If the Scheduler panics

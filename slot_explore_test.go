@@ -8,9 +8,13 @@ package circulation
 //
 //	arm op     advance the version (the state CAS) to v; newShot; live.Add(1);
 //	           AfterFunc; settle(sh); c := version(state.Load()); c != v ? disarm()
-//	           or, with a delay on RuntimeScheduler, rearmPending first:
-//	           old := Swap(nil); nil ? arm as above :
+//	           or, with a delay on RuntimeScheduler (due at now + 1 or 2 on the
+//	           model's clock), rearmPending first:
+//	           old := Swap(nil); nil ? (version(state.Load()) != v ? done : arm as above) :
 //	           old's == version(state.Load()) ? settle(old), check, done :
+//	           retarget: CAS(flags: no claim, not dead, not busy, a delay -> busy),
+//	             write v and due; timer later than due ? Stop() && Reset;
+//	             CAS(busy off) fails ? Store, Reset; settle(old), check :
 //	           Or(dead); Stop() && claim() ? re-arm old for v, settle(old), check :
 //	           release(old, 1), then arm as above
 //	disarm op  advance the version (Suspend, or Fire reserving); disarm()
@@ -18,8 +22,13 @@ package circulation
 //	           old's != c || sh's == c ? kill(old) : settle(old)
 //	disarm()   old := Swap(nil); nil ? return; old's != version(state.Load()) ? kill(old) :
 //	           settle(old); c := version(state.Load()); c != old's ? disarm()
-//	kill(sh)   Or(dead); Stop() && claim() ? retire(sh, 2) : release(sh, 1)
-//	callback   claim() ? (dead ? - : start); retire(sh, 1)
+//	kill(sh)   Or(dead); not busy && Stop() && claim() ? retire(sh, 2) : release(sh, 1)
+//	callback   Or(claimed) found claimed or busy ? - :
+//	           late and not dead and clock < due ? delay :
+//	           (dead ? - : start); retire(sh, 1)
+//	delay      CAS(claim -> busy) fails (dead) ? retire : Reset for due;
+//	           CAS(busy off) ? done : claimed ? And(^busy), callback again :
+//	           (dead) Stop() ? retire : CAS(busy off) ? done : retire
 //	retire     live.Add(-1); release(sh, n)
 //	release    refs.Add(-n) == 0 ? recycle
 //
@@ -32,12 +41,25 @@ package circulation
 // coalesce is left out: it only reads the slot and the pending shot, and
 // the state explorer checks what it relies on (its callback, once due, will
 // start the Func), given what this explorer checks: that only a superseded
-// shot is ever killed.
+// shot is ever killed. So is rearmPending's wait for an empty slot while a
+// shot is armed: its loads change nothing, and waiting only delays the
+// Swap, which the explorer already puts at every point.
+//
+// Close and Shutdown are the state explorers' (explore_shape_test.go); what
+// a closed Trigger changes here (an early callback on a closed Trigger runs
+// at once, and delay hurries an arming a Shutdown left pending) and the
+// observer's counts of superseded armings are checked by the tests in
+// retarget_interleave_test.go, which take the callback's steps one at a
+// time, and by the stress tests in retarget_count_test.go.
 //
 // The arm op is FireAfter, Fire on an idle Trigger, a run that asks to run
 // again (exitArm) and abort with a reservation; the disarm op is Suspend and
 // Fire during a run. The state protocol itself is checked by the state
 // explorer; here only the versions matter.
+//
+// Time is a small clock that only a timer moves, when it fires, to the
+// timer's time if the clock is behind: a timer may come late, never early.
+// A timer may fire whenever it is armed, so callbacks come in any order.
 //
 // It checks, after every step, that no shot is killed twice, that a shot is
 // killed only once a later version is published (so its callback would be
@@ -45,11 +67,16 @@ package circulation
 // never go negative, that a shot loses its last reference only once killed,
 // that no one touches a shot through a reference to an incarnation that has
 // been recycled, and that a callback passes claim at most once per
-// incarnation. When everyone has finished and every timer has fired or been
-// stopped, it checks that the slot holds the newest arming's shot, alive, if
-// the latest operation armed one and is empty otherwise, that every
-// superseded shot was killed exactly once and recycled, and that live is
-// zero.
+// incarnation; that a callback starts the Func only at or after its shot's
+// due time, and with the due time the arming of the shot's version asked for
+// (a re-targeted shot is never started early, nor for the arming it was
+// re-targeted from); and that an armed timer of a live shot nobody holds
+// busy never comes after the shot's due time (a FireAfter due sooner than
+// the timer it keeps is not run late). When everyone has finished and every
+// timer has fired or been stopped, it checks that the slot holds the newest
+// arming's shot, alive and started once, if the latest operation armed one
+// and is empty otherwise, that every superseded shot was killed exactly
+// once and recycled, and that live is zero.
 
 import (
 	"fmt"
@@ -68,8 +95,9 @@ const (
 // slKey is a world packed into a few words, canonical up to the order of
 // the actors (see exKey).
 type slKey struct {
-	hdr    uint32
-	shots  [slMaxShots]uint32
+	hdr    uint64
+	dues   uint64
+	shots  [slMaxShots]uint64
 	actors [slMaxActors]uint64
 }
 
@@ -93,6 +121,7 @@ func (x *slExplorer) canon(w *slWorld, names []string) slKey {
 		if a.reuse {
 			p |= 1 << 36
 		}
+		p |= uint64(a.at)<<37 | uint64(a.arm)<<41
 		if a.pc == pcDone {
 			p = 0
 		}
@@ -117,8 +146,8 @@ func (x *slExplorer) canon(w *slWorld, names []string) slKey {
 	w.nAct = uint8(n)
 	for i := range int(w.nShots) {
 		sh := &w.shots[i]
-		p := x.off8(sh.v) | uint32(sh.timer)<<8 | uint32(uint8(sh.refs)&7)<<10 | uint32(sh.kills)<<13 |
-			uint32(sh.starts)<<15 | uint32(sh.gen)<<20
+		p := uint64(x.off8(sh.v)) | uint64(sh.timer)<<8 | uint64(uint8(sh.refs)&7)<<10 | uint64(sh.kills)<<13 |
+			uint64(sh.starts)<<15 | uint64(sh.gen)<<20 | uint64(sh.at)<<32 | uint64(sh.timerAt)<<36 | uint64(sh.arms)<<40
 		if sh.dead {
 			p |= 1 << 17
 		}
@@ -128,10 +157,28 @@ func (x *slExplorer) canon(w *slWorld, names []string) slKey {
 		if sh.spare {
 			p |= 1 << 19
 		}
+		if sh.busy {
+			p |= 1 << 28
+		}
+		if sh.late {
+			p |= 1 << 29
+		}
+		if sh.nodelay {
+			p |= 1 << 30
+		}
 		k.shots[i] = p
+		if !sh.spare && sh.timer == tmArmed && !sh.dead && !sh.busy && sh.timerAt > sh.at {
+			x.failf("the timer of shot v=%#x comes at %d, after its due time %d", sh.v, sh.timerAt, sh.at)
+		}
 	}
-	k.hdr = x.off8(w.ver) | uint32(w.slot+1)<<8 | uint32(w.spare+1)<<11 | uint32(uint8(w.live)&7)<<14 |
-		uint32(w.nShots)<<17 | uint32(w.nAct)<<20
+	k.hdr = uint64(x.off8(w.ver)) | uint64(w.slot+1)<<8 | uint64(w.spare+1)<<11 | uint64(uint8(w.live)&7)<<14 |
+		uint64(w.nShots)<<17 | uint64(w.nAct)<<20 | uint64(w.now)<<24
+	if w.armed {
+		k.hdr |= 1 << 28
+	}
+	for i, d := range w.dues {
+		k.dues |= uint64(d&15) << (4 * i)
+	}
 	return k
 }
 
@@ -187,12 +234,18 @@ func (x *slExplorer) final(w *slWorld) {
 			if sh.kills != 0 || sh.refs != 1 || w.slot != i {
 				x.failf("at rest, the newest shot v=%#x has kills=%d refs=%d and the slot holds %s", sh.v, sh.kills, sh.refs, x.name(w, w.slot))
 			}
+			if sh.starts != 1 {
+				x.failf("at rest, the newest shot v=%#x started %d times: its fire is lost", sh.v, sh.starts)
+			}
 		case sh.kills != 1 || sh.refs != 0 || !x.m.misbehave:
 			x.failf("at rest, the superseded shot v=%#x has kills=%d refs=%d and was not recycled", sh.v, sh.kills, sh.refs)
 		}
 	}
 	if newest == slNone && w.slot != slNone {
 		x.failf("at rest, the slot holds %s, but the latest operation armed nothing", x.name(w, w.slot))
+	}
+	if newest == slNone && w.armed {
+		x.failf("at rest, no shot holds v=%#x, which the latest operation armed", w.ver)
 	}
 }
 
@@ -225,7 +278,7 @@ func slConfigs(v0 uint32, maxOps, maxShots int, m slModel) []slConfig {
 				if pending {
 					name = fmt.Sprintf("slot holds shot(v=%#x)", v0)
 					w.shots[0] = slShot{v: v0, timer: tmArmed, refs: 2}
-					w.nShots, w.slot, w.live = 1, 0, 1
+					w.nShots, w.slot, w.live, w.armed = 1, 0, 1, true
 					x.spawnCallbacks(&w, 0)
 					names = append(names, fmt.Sprintf("callback of v=%#x", v0))
 				}
@@ -322,23 +375,23 @@ type slRun struct {
 // more than 20 GB there); this takes minutes and a few gigabytes.
 func slRuns() []slRun {
 	const wrap = versionMask - 1
-	good, bad := slModel{}, slModel{misbehave: true}
+	good, good2, bad := slModel{delays: 1}, slModel{delays: 2}, slModel{misbehave: true}
 	switch {
 	case os.Getenv("CIRCULATION_EXPLORE") == "full":
 		var runs []slRun
 		for _, v0 := range exBases {
-			runs = append(runs, slRun{good, v0, 3, 4}, slRun{bad, v0, 3, 3})
+			runs = append(runs, slRun{good2, v0, 3, 4}, slRun{bad, v0, 3, 3})
 		}
 		return runs
 	case testing.Short() || raceEnabled:
-		return []slRun{{good, wrap, 2, 3}, {bad, wrap, 1, 3}}
+		return []slRun{{good2, wrap, 2, 3}, {bad, wrap, 1, 3}}
 	}
-	return []slRun{{good, wrap, 3, 3}, {bad, wrap, 2, 3}}
+	return []slRun{{good, wrap, 3, 3}, {good2, wrap, 2, 3}, {bad, wrap, 2, 3}}
 }
 
 func TestExploreSlotProtocol(t *testing.T) {
 	for _, r := range slRuns() {
-		sched := "RuntimeScheduler"
+		sched := fmt.Sprintf("RuntimeScheduler delays<=%d", r.m.delays)
 		if r.m.misbehave {
 			sched = "misbehaving Scheduler"
 		}
@@ -362,21 +415,34 @@ var slMutants = []struct {
 	mutant    string
 	misbehave bool
 	want      string
+	delays    int // 0: 1, with up to 3 operations; 2: with up to 2
 }{
-	{"disarm does not check the version after putting a shot back", false, "the superseded shot"},
-	{"arm does not check the version after settle", false, "the superseded shot"},
-	{"settle keeps the stale shot", false, "killed while it is the latest arming"},
-	{"disarm kills the current shot", false, "killed while it is the latest arming"},
-	{"kill trusts Stop alone", true, "negative"},
-	{"release recycles one reference early", false, "which was recycled"},
-	{"rearmPending re-arms a shot whose timer did not stop", false, "live is negative"},
+	{"disarm does not check the version after putting a shot back", false, "the superseded shot", 0},
+	{"arm does not check the version after settle", false, "the superseded shot", 0},
+	{"settle keeps the stale shot", false, "killed while it is the latest arming", 0},
+	{"disarm kills the current shot", false, "killed while it is the latest arming", 0},
+	{"kill trusts Stop alone", true, "negative", 0},
+	{"release recycles one reference early", false, "which was recycled", 0},
+	{"rearmPending re-arms a shot whose timer did not stop", false, "live is negative", 0},
+	{"rearmPending skips a current arming", false, "which the latest operation armed", 0},
+	{"retarget keeps a timer that comes after the new due time", false, "after its due time", 2},
+	{"retarget does not re-arm the timer that came meanwhile", false, "at rest, live is", 0},
+	{"a callback ignores busy", false, "starts twice", 0},
+	{"an early callback starts the Func", false, "before its due time", 0},
+	{"cancel stops a busy shot's timer", false, "live is negative", 0},
+	{"delay retires a killed shot whose callback is on its way", false, "used after it was recycled", 0},
 }
 
 func TestExploreSlotMutants(t *testing.T) {
 	for _, mu := range slMutants {
 		t.Run(strings.ReplaceAll(mu.mutant, " ", "_"), func(t *testing.T) {
-			m := slModel{misbehave: mu.misbehave, mutant: mu.mutant}
-			_, trace := slExplore(m, slConfigs(versionMask-1, 3, 3, m))
+			t.Parallel()
+			m := slModel{misbehave: mu.misbehave, mutant: mu.mutant, delays: 1}
+			ops := 3
+			if mu.delays == 2 {
+				m.delays, ops = 2, 2
+			}
+			_, trace := slExplore(m, slConfigs(versionMask-1, ops, 3, m))
 			switch {
 			case trace == "":
 				t.Fatalf("the explorer accepts the mutant %q", mu.mutant)

@@ -32,6 +32,12 @@ type slShot struct {
 	refs    int8
 	kills   uint8 // of this incarnation
 	starts  uint8 // of this incarnation: callbacks that passed claim and found the shot alive
+	busy    bool  // shotBusy: retarget or delay holds it
+	late    bool  // shotLate: re-targeted
+	nodelay bool  // armed with no delay (shotNow, shotGo): never re-targeted
+	at      uint8 // shot.at: when its arming is due, on the world's clock
+	timerAt uint8 // when its timer comes: the clock reaches it when the timer fires
+	arms    uint8 // of this incarnation: Resets of its timer by retarget and delay
 }
 
 // Program counters of the actors.
@@ -54,6 +60,16 @@ const (
 	pcCallbackClaim
 	pcCallbackDead
 	pcExtraDelivery // a misbehaving Scheduler delivers a callback once more
+	pcArmNilCheck   // rearmPending found the slot empty: is v still current?
+	pcRetargetBusy  // retarget: CAS the flags to busy, then write the version and due time
+	pcRetargetStop  // retarget: a timer that comes later than the new due time is stopped and reset
+	pcRetargetClear // retarget: CAS busy off; on failure the timer came: Store, Reset
+	pcCallbackLate  // the callback of a re-targeted shot reads the clock
+	pcDelayBusy     // delay: trade the claim for busy
+	pcDelayReset    // delay: Reset the timer for the rest
+	pcDelayClear    // delay: CAS busy off; on failure, take the claim back or go on to pcDelayStop
+	pcDelayStop     // delay: killed while busy: Stop the timer
+	pcDelayHand     // delay: Stop failed: hand the shot to the callback on its way, or take its claim
 )
 
 type slActor struct {
@@ -66,13 +82,18 @@ type slActor struct {
 	gen    uint8  // the incarnation of sh this actor holds a reference to
 	v      uint32 // place: the version of the shot it settles, to check after
 	mine   uint32 // settle: the version of the shot it put in the slot
+	at     uint8  // arm: its due time
+	arm    uint8  // a callback: the arming of the timer it delivers (slShot.arms)
 }
 
 type slWorld struct {
-	ver    uint32 // version(Trigger.state)
-	slot   int8   // Trigger.pending
-	spare  int8   // Trigger.spare
-	live   int8   // Trigger.live
+	ver    uint32    // version(Trigger.state)
+	now    uint8     // the clock: a timer that fires moves it to the timer's time, if it is behind
+	armed  bool      // the latest operation was an arm op
+	dues   [12]uint8 // the due time each version's arming asked for, by offset from the base
+	slot   int8      // Trigger.pending
+	spare  int8      // Trigger.spare
+	live   int8      // Trigger.live
 	nShots uint8
 	nAct   uint8
 	shots  [slMaxShots]slShot
@@ -87,6 +108,11 @@ type slModel struct {
 	// Such a Trigger does not recycle its shots.
 	misbehave bool
 	mutant    string
+
+	// delays is the longest delay an arm op chooses on RuntimeScheduler
+	// (each from 1 to delays, or none); 2 lets an arming be due sooner
+	// than the timer it supersedes.
+	delays int
 }
 
 // choices returns the number of ways actor i can take its next step: 0 if
@@ -101,6 +127,8 @@ func (x *slExplorer) choices(w *slWorld, i int) int {
 		switch {
 		case sh.gen != a.gen: // the timer was reset for a later incarnation
 			return 0
+		case a.arm != sh.arms: // the timer was reset since: a later actor delivers it
+			return 0
 		case sh.timer == tmArmed, x.m.misbehave && sh.timer == tmStopped:
 			return 1
 		}
@@ -109,7 +137,7 @@ func (x *slExplorer) choices(w *slWorld, i int) int {
 		return int(w.nShots)
 	case pcArmAdvance:
 		if !x.m.misbehave {
-			return 2 // arm with no delay, or with one (rearmPending): RuntimeScheduler only
+			return 1 + x.m.delays // arm with no delay, or with one (rearmPending): RuntimeScheduler only
 		}
 	}
 	return 1
@@ -157,6 +185,7 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 	switch a.pc {
 	case pcArmAdvance, pcDisarmAdvance:
 		w.ver = (w.ver + 1) & versionMask
+		w.armed = a.pc == pcArmAdvance
 		a.v = w.ver
 		if log {
 			x.logf("CAS: v=%#x", a.v)
@@ -165,7 +194,15 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 			a.pc = pcDisarmSwap
 			return true
 		}
-		if c == 1 {
+		// The clock is read right after the CAS: merging the two hides
+		// only a timer that fires in between, which moves the due time
+		// later, as if the call had come later.
+		a.at = w.now + uint8(c)
+		w.dues[x.off8(a.v)] = a.at
+		if log && c > 0 {
+			x.logf(", due at %d", a.at)
+		}
+		if c > 0 {
 			a.pc = pcArmTake // rearmPending: a delay on RuntimeScheduler
 			return true
 		}
@@ -178,11 +215,25 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 			x.logf("rearmPending: Swap(nil) -> %s", x.name(w, old))
 		}
 		if old == slNone {
-			x.armNew(w, a)
+			a.pc = pcArmNilCheck
 			return true
 		}
 		x.take(w, a, old)
 		a.pc = pcArmTakeCheck
+
+	case pcArmNilCheck:
+		if log {
+			x.logf("state.Load: v=%#x", w.ver)
+		}
+		if w.ver != a.v && x.m.mutant != "rearmPending arms what a later call superseded" ||
+			x.m.mutant == "rearmPending skips a current arming" {
+			if log {
+				x.logf(": superseded, arms nothing")
+			}
+			*a = slActor{}
+			return true
+		}
+		x.armNew(w, a)
 
 	case pcArmTakeCheck:
 		ov := x.shot(w, a).v
@@ -194,7 +245,62 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 			a.v, a.ret, a.pc = ov, true, pcSettleSwap
 			return true
 		}
-		a.reuse, a.pc = true, pcKillDead
+		a.reuse, a.pc = true, pcRetargetBusy
+
+	case pcRetargetBusy:
+		// Load and CAS merged: the CAS fails exactly when the Load would
+		// show the claim that came between them.
+		sh := x.shot(w, a)
+		if sh.claimed || sh.dead || sh.busy || sh.nodelay {
+			if log {
+				x.logf("retarget: flags claimed=%v busy=%v nodelay=%v: cancel instead", sh.claimed, sh.busy, sh.nodelay)
+			}
+			a.pc = pcKillDead
+			return true
+		}
+		// Nobody reads the version and due time of a busy shot out of
+		// the slot: the stores are merged with the CAS.
+		sh.busy, sh.v, sh.at = true, a.v, a.at
+		if log {
+			x.logf("retarget %s: CAS busy; due at %d, timer at %d", x.name(w, a.sh), sh.at, sh.timerAt)
+		}
+		a.pc = pcRetargetStop
+
+	case pcRetargetStop:
+		sh := x.shot(w, a)
+		if sh.timerAt <= sh.at || x.m.mutant == "retarget keeps a timer that comes after the new due time" {
+			a.pc = pcRetargetClear
+			if log {
+				x.logf("the timer comes in time: kept")
+			}
+			return true
+		}
+		stopped := sh.timer == tmArmed
+		if log {
+			x.logf("timer later than due: Stop() -> %v", stopped)
+		}
+		if stopped {
+			x.rearmTimer(w, a.sh, sh.at)
+		}
+		a.pc = pcRetargetClear
+
+	case pcRetargetClear:
+		sh := x.shot(w, a)
+		sh.busy, sh.late = false, true
+		if sh.claimed {
+			// The timer came, and its callback left its claim to us:
+			// Store and Reset, merged (nobody else can reach the shot).
+			sh.claimed = false
+			if log {
+				x.logf("CAS busy off fails: the timer came; Store(late), Reset")
+			}
+			if x.m.mutant != "retarget does not re-arm the timer that came meanwhile" {
+				x.rearmTimer(w, a.sh, sh.at)
+			}
+		} else if log {
+			x.logf("CAS busy off")
+		}
+		a.reuse, a.v, a.ret, a.pc = false, sh.v, true, pcSettleSwap
 
 	case pcArmCheck:
 		c := w.ver
@@ -286,8 +392,8 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		case sh.v == w.ver:
 			x.failf("shot v=%#x is killed while it is the latest arming: its fire is lost", sh.v)
 		}
-		if wasClaimed {
-			a.n, a.pc = 1, pcRelease
+		if wasClaimed || sh.busy && x.m.mutant != "cancel stops a busy shot's timer" {
+			a.n, a.pc = 1, pcRelease // the callback, or the holder of busy, retires it
 		} else {
 			a.pc = pcKillStop
 		}
@@ -329,17 +435,116 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		if sh.timer == tmArmed {
 			sh.timer = tmFired
 		}
+		w.now = max(w.now, sh.timerAt) // a timer may come late, never early
 		a.pc = pcCallbackClaim
 		if log {
 			x.logf("the Scheduler delivers the callback of %s", x.name(w, a.sh))
 		}
 
 	case pcCallbackClaim:
-		if !x.claim(w, a) {
+		sh := x.shot(w, a)
+		busy := sh.busy && x.m.mutant != "a callback ignores busy"
+		if !x.claim(w, a) || busy {
+			if log && busy {
+				x.logf(": busy, left to its holder")
+			}
 			*a = slActor{}
 			return true
 		}
 		a.pc = pcCallbackDead
+		if sh.late && !sh.dead {
+			a.pc = pcCallbackLate
+		}
+
+	case pcCallbackLate:
+		sh := x.shot(w, a)
+		early := w.now < sh.at && x.m.mutant != "an early callback starts the Func"
+		if log {
+			x.logf("monoNow: %d, due at %d", w.now, sh.at)
+		}
+		if early {
+			a.pc = pcDelayBusy
+		} else {
+			a.pc = pcCallbackDead
+		}
+
+	case pcDelayBusy:
+		sh := x.shot(w, a)
+		if sh.dead {
+			if log {
+				x.logf("delay: CAS to busy fails: killed")
+			}
+			a.pc = pcCallbackDead
+			return true
+		}
+		sh.claimed, sh.busy = false, true
+		if log {
+			x.logf("delay: CAS claim -> busy")
+		}
+		a.pc = pcDelayReset
+
+	case pcDelayReset:
+		sh := x.shot(w, a)
+		if log {
+			x.logf("Reset for %d", sh.at)
+		}
+		x.rearmTimer(w, a.sh, sh.at)
+		a.pc = pcDelayClear
+
+	case pcDelayClear:
+		sh := x.shot(w, a)
+		switch {
+		case !sh.claimed && !sh.dead:
+			sh.busy = false
+			if log {
+				x.logf("CAS busy off: the next callback takes over")
+			}
+			*a = slActor{}
+		case sh.claimed:
+			sh.busy = false // CAS fails, Load, And(^busy): merged, the And decides
+			if log {
+				x.logf("CAS fails: the timer came back; take its claim")
+			}
+			a.pc = pcCallbackDead
+			if !sh.dead {
+				a.pc = pcCallbackLate
+			}
+		default:
+			if log {
+				x.logf("CAS fails: killed")
+			}
+			a.pc = pcDelayStop
+		}
+
+	case pcDelayStop:
+		sh := x.shot(w, a)
+		stopped := sh.timer == tmArmed
+		if log {
+			x.logf("Stop() -> %v", stopped)
+		}
+		if stopped {
+			sh.timer = tmStopped
+			a.n, a.retire, a.pc = 1, true, pcRelease
+		} else if x.m.mutant == "delay retires a killed shot whose callback is on its way" {
+			a.n, a.retire, a.pc = 1, true, pcRelease
+		} else {
+			a.pc = pcDelayHand
+		}
+
+	case pcDelayHand:
+		sh := x.shot(w, a)
+		sh.busy = false
+		if !sh.claimed {
+			if log {
+				x.logf("CAS busy off: the callback on its way finds it dead")
+			}
+			*a = slActor{}
+			return true
+		}
+		if log {
+			x.logf("CAS fails: the callback came; retire")
+		}
+		a.n, a.retire, a.pc = 1, true, pcRelease
 
 	case pcCallbackDead:
 		sh := x.shot(w, a)
@@ -350,10 +555,15 @@ func (x *slExplorer) step(w *slWorld, i, c int) bool {
 		} else {
 			sh.starts++
 			if log {
-				x.logf("alive: start(%#x)", sh.v)
+				x.logf("alive: start(%#x) at %d, due at %d", sh.v, w.now, sh.at)
 			}
-			if sh.starts > 1 {
+			switch {
+			case sh.starts > 1:
 				x.failf("the callback of shot v=%#x starts twice", sh.v)
+			case w.now < sh.at:
+				x.failf("the callback of shot v=%#x starts at %d, before its due time %d", sh.v, w.now, sh.at)
+			case sh.at != w.dues[x.off8(sh.v)]:
+				x.failf("the callback of shot v=%#x starts with due time %d, not its arming's %d", sh.v, sh.at, w.dues[x.off8(sh.v)])
 			}
 		}
 		a.n, a.retire, a.pc = 1, true, pcRelease
@@ -404,6 +614,7 @@ func (x *slExplorer) newShot(w *slWorld, a *slActor) {
 	}
 	sh := &w.shots[i]
 	sh.v, sh.refs, sh.timer = a.v, 2, tmArmed
+	sh.at, sh.timerAt, sh.nodelay = a.at, a.at, a.at == w.now && !x.m.misbehave
 	a.sh, a.gen = i, sh.gen
 	x.spawnCallbacks(w, i)
 }
@@ -428,7 +639,7 @@ func (x *slExplorer) armNew(w *slWorld, a *slActor) {
 // timer Reset, and goes to place.
 func (x *slExplorer) reuseShot(w *slWorld, a *slActor) {
 	sh := x.shot(w, a)
-	*sh = slShot{v: a.v, gen: sh.gen + 1, timer: tmArmed, refs: sh.refs}
+	*sh = slShot{v: a.v, gen: sh.gen + 1, timer: tmArmed, refs: sh.refs, at: a.at, timerAt: a.at}
 	a.gen, a.reuse = sh.gen, false
 	x.spawnCallbacks(w, a.sh)
 	a.pc, a.ret = pcSettleSwap, true
@@ -455,7 +666,7 @@ func (x *slExplorer) release(w *slWorld, a *slActor) {
 	case sh.refs == 0 && sh.kills != 1:
 		x.failf("shot v=%#x lost its last reference without being killed", sh.v)
 	case last && !x.m.misbehave: // only RuntimeScheduler recycles
-		sh.dead, sh.claimed, sh.spare = false, false, true
+		sh.dead, sh.claimed, sh.busy, sh.late, sh.spare = false, false, false, false, true
 		w.spare = a.sh // a shot already there is dropped
 		if x.log != nil {
 			x.logf(": recycled")
@@ -478,7 +689,16 @@ func (x *slExplorer) claim(w *slWorld, a *slActor) bool {
 // spawnCallbacks adds the actor that delivers the callback of shot i's
 // current incarnation.
 func (x *slExplorer) spawnCallbacks(w *slWorld, i int8) {
-	x.add(w, slActor{pc: pcCallbackFire, sh: i, gen: w.shots[i].gen})
+	x.add(w, slActor{pc: pcCallbackFire, sh: i, gen: w.shots[i].gen, arm: w.shots[i].arms})
+}
+
+// rearmTimer is Reset of shot i's timer by retarget or delay, for at: the
+// timer's next callback is delivered by a new actor.
+func (x *slExplorer) rearmTimer(w *slWorld, i int8, at uint8) {
+	sh := &w.shots[i]
+	sh.timer, sh.timerAt = tmArmed, at
+	sh.arms++
+	x.spawnCallbacks(w, i)
 }
 
 func (x *slExplorer) add(w *slWorld, a slActor) {
