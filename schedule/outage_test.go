@@ -24,6 +24,15 @@ func startRunAll(t *testing.T, l *journal, store schedule.Store, opts ...schedul
 	return j
 }
 
+// succeeded records in store a run of job "j" due at due that succeeded.
+func succeeded(t *testing.T, store *schedule.MemoryStore, due time.Time) {
+	ctx := context.Background()
+	rec := schedule.Record{Job: "j", Due: due, Status: schedule.Running}
+	require.NoError(t, store.Claim(ctx, rec))
+	rec.Status = schedule.Succeeded
+	require.NoError(t, store.Finish(ctx, rec))
+}
+
 // scriptedStore is a MemoryStore whose Claim fails while claimsDown is set
 // (Last still answering, as a database whose writes are locked does), and
 // whose Last fails while lastDown is set, or first waits slowLast once.
@@ -121,11 +130,7 @@ func TestClaimFailsDuringACatchUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
-		ctx := context.Background()
-		rec := schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Running}
-		require.NoError(t, store.MemoryStore.Claim(ctx, rec))
-		rec.Status = schedule.Succeeded
-		require.NoError(t, store.MemoryStore.Finish(ctx, rec))
+		succeeded(t, store.MemoryStore, at(10*time.Second))
 		time.Sleep(35 * time.Second) // the process was down since 10s
 		store.set(func(s *scriptedStore) { s.lastDown = true })
 		j := startRunAll(t, &l, store, schedule.WithOverlap(schedule.OverlapAllow))

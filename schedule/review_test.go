@@ -142,9 +142,7 @@ func TestStartOutageThenClaimWorksBeforeLast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
 		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
-		ctx := context.Background()
-		require.NoError(t, store.MemoryStore.Claim(ctx, schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Running}))
-		require.NoError(t, store.MemoryStore.Finish(ctx, schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Succeeded}))
+		succeeded(t, store.MemoryStore, at(10*time.Second))
 		time.Sleep(35 * time.Second) // the process was down since 10s
 		store.set(func(s *scriptedStore) { s.lastDown = true })
 		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
@@ -199,9 +197,7 @@ func TestStartOutageReportsTheSlotsPastTheLimitMissed(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var l journal
 			store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
-			ctx := context.Background()
-			require.NoError(t, store.MemoryStore.Claim(ctx, schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Running}))
-			require.NoError(t, store.MemoryStore.Finish(ctx, schedule.Record{Job: "j", Due: at(10 * time.Second), Status: schedule.Succeeded}))
+			succeeded(t, store.MemoryStore, at(10*time.Second))
 			time.Sleep(75 * time.Second) // the process was down since 10s
 			store.set(func(s *scriptedStore) { s.lastDown = down })
 			j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
