@@ -112,7 +112,7 @@ const (
 	phWithinCAS         // reserve (due passed, running) or advanceWithin
 	phCloseLoad         // Close
 	phCloseCAS          // closeNow; then cancelRun as Suspend's
-	phShutdownLoad      // Shutdown, or the hurry of place() (again)
+	phShutdownLoad      // Shutdown, or the hurry of place() or of Shutdown's second look (again)
 	phShutdownCAS       // flush: shutdown(s, hurry), hurry a choice when a current delayed timer is unclaimed
 	phSettle            // place() of an arming, after its timer started: settle puts the shot in the pending slot
 	phPlace             // place(): load the state; reassert if stale and within, hurry if current on a closed Trigger
@@ -169,7 +169,7 @@ type exActor struct {
 	can   bool   // owner: its iteration's context is cancelled
 	now   bool   // timer, placer: armed with no delay (shotNow), so a Fire may coalesce into it; owner: f asked for no delay
 	wsup  bool   // owner: only FireWithin calls published since its iteration began (its answer competes)
-	again bool   // phWithin*: a reassert, not a FireWithin; phShutdown*: the hurry of place(), not Shutdown
+	again bool   // phWithin*: a reassert, not a FireWithin; phShutdown*: a hurry (place's, or Shutdown's second look), not Shutdown's flush
 	due   uint8  // timer, placer: when the arming is due; phWithin*: the time asked for (see dueNow)
 	owe   uint8  // placer, phWithin* with again: 1 + the time the FireWithin whose call this is asked for (see promise)
 	sv    uint64 // timer: the serial of its version; owner: the iteration's; phSuspendState: the iteration cur held
@@ -493,11 +493,17 @@ func (x *explorer) step(w *exWorld, i, c int) bool {
 		if !x.cas(w, a, x.t.shutdown(s, hurry), phShutdownLoad) {
 			return true
 		}
+		again := a.again
 		x.done(a)
 		w.closedSer = w.ser
 		w.dl, w.dlV = 0, 0 // Shutdown runs what is arranged at once
 		if hurry && !running(s) {
 			x.arm(w, true)
+		}
+		if !again {
+			// Shutdown looks at the slot once more, now that the Trigger
+			// is closed: a hurry of the current version, as place's.
+			*a = exActor{ph: phShutdownLoad, again: true, sv: w.ser}
 		}
 
 	case phSettle:

@@ -132,3 +132,39 @@ func TestRetargetKilledWhileDelayHoldsTheClaimCountsSuperseded(t *testing.T) {
 		assert.Equal(t, TriggerStats{Fires: 2, Superseded: 2}, tr.Stats(), "an arming superseded is not counted once")
 	})
 }
+
+// Shutdown that finds a re-targeted arming's early callback holding the
+// claim leaves it to that callback. If the callback's delay re-arms the
+// timer for the rest and hands the shot back after Shutdown looked at the
+// slot but before it closed the Trigger, neither side hurries the arming:
+// delay finds the Trigger open, and Shutdown decided on the claim it saw.
+// Shutdown must still run the pending arming at once, not an hour later.
+func TestRetargetEarlyClaimDelayHandsBackWhileShutdownCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ranAt atomic.Int64
+		start := time.Now()
+		tr := Bind(nil, func(context.Context) (time.Duration, bool) {
+			ranAt.Store(int64(time.Since(start)))
+			return 0, false
+		})
+		sh, f := earlyClaim(t, tr, time.Second, time.Hour)
+		done := false
+		testHookFlush = func() {
+			if done {
+				return
+			}
+			done = true
+			// Shutdown has seen the shot claimed: the callback goes on,
+			// re-arms the timer and hands the shot back, and finds the
+			// Trigger still open.
+			runAfterClaim(sh, f)
+		}
+		t.Cleanup(func() { testHookFlush = nil })
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := tr.Shutdown(ctx)
+		assert.NoError(t, err, "Shutdown waited for the re-targeted arming's due time")
+		assert.Equal(t, int64(time.Second), ranAt.Load(), "the pending arming ran at another time than Shutdown's")
+		require.NoError(t, tr.Close(context.Background()))
+	})
+}

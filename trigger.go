@@ -255,6 +255,10 @@ func (t *Trigger) Shutdown(ctx context.Context) error {
 			break
 		}
 	}
+	// A re-targeted arming's early callback may have handed its shot back
+	// between flush's look at the slot and its compare-and-swap, and seen
+	// the Trigger still open: look again, now that it is closed.
+	t.hurry(version(t.state.Load()))
 	t.detach()
 	if t.inside(ctx) {
 		return nil

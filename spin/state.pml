@@ -459,12 +459,19 @@ retry:
 
 /* Shutdown: shutdown(s, hurry), hurry when it finds the current arming's
  * timer pending with a delay, unclaimed (or not: the shot may be out of
- * the slot); an idle Trigger then arms the hurried run with no delay. */
+ * the slot); an idle Trigger then arms the hurried run with no delay.
+ * Once closed, it looks once more, as a hurry of the version it published:
+ * an arming handed back meanwhile is hurried then. */
 proctype Shutdown() {
 	LOCALS;
-	bit hurry;
+	bit hurry, again;
+	byte hv;
 	do
 	:: LOAD;
+	   if
+	   :: again && lv != hv -> FORGET; break /* the second look: superseded meanwhile */
+	   :: else -> skip
+	   fi;
 	   if
 	   :: pend[lv] && !due[lv] -> hurry = 1
 	   :: true -> hurry = 0
@@ -487,13 +494,15 @@ proctype Shutdown() {
 		   if
 		   :: hurry && !lu -> ARMT(nv, 1)
 		   :: else -> skip
-		   fi
+		   fi;
+		   hv = nv
 		:: else -> ok = 0
 		fi;
 		FORGET; hurry = 0
 	   };
 	   if
-	   :: ok -> break
+	   :: ok && again -> break
+	   :: ok -> again = 1 /* Shutdown looks at the slot once more, now that the Trigger is closed */
 	   :: else -> skip
 	   fi
 	od
