@@ -243,7 +243,11 @@ func (t *Trigger) armFlags(v uint32, d time.Duration, again uint32) {
 	}
 	var at int64
 	if d > 0 && t.recycle {
-		at = monoAfter(d)
+		if again == 0 {
+			// Only a plain arming re-targets another, or is re-targeted:
+			// one for FireWithin, or a reassert, spares the clock.
+			at = monoAfter(d)
+		}
 		if t.rearmPending(v, d, at, due, again) {
 			return
 		}
