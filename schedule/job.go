@@ -168,7 +168,6 @@ func (j *Job) Start(ctx context.Context) error {
 		now := time.Now().Round(0)
 		if known || outage || j.cfg.lease != nil {
 			x := j.active(now)
-			x.outage = outage
 			if known || outage {
 				x.floor = time.Time{}
 			}

@@ -26,7 +26,6 @@ type active struct {
 	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
 	floor  time.Time // slots at or before it are never caught up: the job started, resumed or changed schedule then
-	outage bool      // a store call failed since the last catch-up: the next Scheduled run first catches up (MisfireRunAll)
 	missed time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
 	gap    time.Time // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	fails  uint64    // claims that failed: a catch-up ends the outage only if none failed while it looked
@@ -190,10 +189,7 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		}
 	}
 	if j.state != jobStarted || j.paused() {
-		why := errStopped
-		if j.paused() {
-			why = errPaused
-		}
+		why := j.refusal()
 		for _, p := range runs {
 			obs = append(obs, j.drop(p, why))
 		}
@@ -244,6 +240,15 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		x.queue = append(x.queue, runs...)
 	}
 	return obs
+}
+
+// refusal is why the job does not start a run: it is paused, or else
+// stopped. The caller holds j.mu.
+func (j *Job) refusal() error {
+	if j.paused() {
+		return errPaused
+	}
+	return errStopped
 }
 
 // drop returns the record of a pending run that will not run. It is
@@ -350,11 +355,7 @@ func (j *Job) take(x *active, batch *[]pending, p *pending) (context.Context, co
 //
 //go:noinline
 func (j *Job) dropTakenLocked(p *pending) {
-	why := errStopped
-	if j.paused() {
-		why = errPaused
-	}
-	r := j.drop(*p, why)
+	r := j.drop(*p, j.refusal())
 	j.mu.Unlock()
 	j.observe([]Record{r})
 }
@@ -522,12 +523,15 @@ func (j *Job) claim(ctx context.Context, x *active, p *pending, retry bool) clai
 }
 
 // owe records that the slot of r is owed: its claim failed, or the
-// catch-up that was to run it ended first. A Manual run is not owed.
+// catch-up that was to run it ended first. The next Scheduled run then
+// catches up first (MisfireRunAll). A Manual run is not owed.
 func (x *active) owe(j *Job, r *Run) {
+	if r.Reason == Manual {
+		return
+	}
 	j.mu.Lock()
-	x.outage = true
 	x.fails++
-	if r.Reason != Manual && (x.missed.IsZero() || r.Due.Before(x.missed)) {
+	if x.missed.IsZero() || r.Due.Before(x.missed) {
 		x.missed = r.Due
 	}
 	j.mu.Unlock()
@@ -727,10 +731,10 @@ func (j *Job) call(ctx context.Context, r *Run) (err, runErr error) {
 // cancels it alone.
 func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 	j.mu.Lock()
-	outage, missed, gap, fails, floor, sched := x.outage, x.missed, x.gap, x.fails, x.floor, j.sched
+	missed, gap, fails, floor, sched := x.missed, x.gap, x.fails, x.floor, j.sched
 	j.mu.Unlock()
-	if !outage {
-		return
+	if missed.IsZero() && gap.IsZero() {
+		return // nothing owed
 	}
 	var from time.Time // the slots after it are owed
 	owed := false
@@ -749,7 +753,7 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 	}
 	j.mu.Lock()
 	if x.fails == fails {
-		x.outage, x.missed, x.gap = false, time.Time{}, time.Time{}
+		x.missed, x.gap = time.Time{}, time.Time{}
 	}
 	j.mu.Unlock()
 	if !owed {
