@@ -100,14 +100,20 @@ type every struct {
 // any two times, however far apart.
 func (e every) Next(t time.Time) time.Time {
 	t = t.Round(0)
-	s := t.Unix() - e.anchor.Unix()
+	ts, as := t.Unix(), e.anchor.Unix()
 	n := int64(t.Nanosecond()) - int64(e.anchor.Nanosecond())
-	neg := s < 0 || (s == 0 && n < 0)
+	neg := ts < as || (ts == as && n < 0)
+	// s = |ts - as|, which may not fit in an int64 but always fits in a
+	// uint64, where the difference of the larger and the smaller, taken
+	// modulo 2^64, is exact.
+	var s uint64
 	if neg {
-		s, n = -s, -n
+		s, n = uint64(as)-uint64(ts), -n
+	} else {
+		s = uint64(ts) - uint64(as)
 	}
-	// |t - anchor| = s·1e9 + n, with s >= 0 and |n| < 1e9.
-	hi, lo := bits.Mul64(uint64(s), 1e9)
+	// |t - anchor| = s·1e9 + n, with |n| < 1e9.
+	hi, lo := bits.Mul64(s, 1e9)
 	var c uint64
 	if n >= 0 {
 		lo, c = bits.Add64(lo, uint64(n), 0)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -41,6 +42,42 @@ func TestEveryFrom(t *testing.T) {
 	assert.Equal(t, anchor.Add(-90*time.Minute), s.Next(anchor.Add(-100*time.Minute)))
 	assert.Equal(t, []time.Time{anchor, anchor.Add(90 * time.Minute), anchor.Add(180 * time.Minute)},
 		schedule.Upcoming(s, anchor.Add(-time.Minute), 3))
+}
+
+// TestEveryFromFarApart checks EveryFrom's grid against big.Int arithmetic
+// for times more than 2^63 seconds apart, where the difference of their
+// Unix seconds does not fit in an int64.
+func TestEveryFromFarApart(t *testing.T) {
+	unixToYear1 := int64(62135596800) // seconds from year 1 to the epoch
+	lo := time.Unix(math.MinInt64+unixToYear1+1e10, 123456789).UTC()
+	hi := time.Unix(math.MaxInt64-unixToYear1-1e10, 987654321).UTC()
+	for _, c := range []struct {
+		anchor, t time.Time
+		d         time.Duration
+	}{
+		{lo, hi, 7 * time.Second},
+		{lo, hi, time.Hour + 3},
+		{hi, lo, 7 * time.Second},
+		{hi, lo, 90*time.Minute + 1},
+		{lo, hi.Add(-time.Hour), math.MaxInt64},
+		{hi, lo.Add(time.Hour), 1},
+	} {
+		require.Greater(t, new(big.Int).Abs(bigDiff(c.t, c.anchor)).Cmp(new(big.Int).Lsh(big.NewInt(1e9), 63)), 0)
+		n := schedule.EveryFrom(c.anchor, c.d).Next(c.t)
+		// n - anchor is a multiple of d, and n is the first such time after t.
+		off := bigDiff(n, c.anchor)
+		assert.Zero(t, new(big.Int).Mod(off, big.NewInt(int64(c.d))).Sign(), "anchor %v, t %v, d %v: %v not on the grid", c.anchor, c.t, c.d, n)
+		assert.True(t, n.After(c.t) && !n.After(c.t.Add(c.d)), "anchor %v, t %v, d %v: %v", c.anchor, c.t, c.d, n)
+	}
+}
+
+// bigDiff returns a - b in nanoseconds, exactly.
+func bigDiff(a, b time.Time) *big.Int {
+	ns := func(t time.Time) *big.Int {
+		x := new(big.Int).Mul(big.NewInt(t.Unix()), big.NewInt(1e9))
+		return x.Add(x, big.NewInt(int64(t.Nanosecond())))
+	}
+	return new(big.Int).Sub(ns(a), ns(b))
 }
 
 func TestAtOnceBetweenUnion(t *testing.T) {
