@@ -184,6 +184,30 @@ func TestNever(t *testing.T) {
 	assert.Equal(t, time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC), s.Next(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)))
 }
 
+// TestLongestWait walks 29 February on a Sunday, the date and day of the
+// week that wait longest for each other, over the 400-year Gregorian
+// cycle: Next finds each, up to 40 years apart across a century year that
+// is not a leap year, well within its 100-year horizon.
+func TestLongestWait(t *testing.T) {
+	s, err := cron.Parse("0 0 29 2 */7", time.UTC)
+	require.NoError(t, err)
+	var longest time.Duration
+	n := 0
+	for at := time.Date(2000, 3, 1, 0, 0, 0, 0, time.UTC); at.Year() < 2400; n++ {
+		next := s.Next(at)
+		require.False(t, next.IsZero(), "none after %v", at)
+		require.Equal(t, time.Sunday, next.Weekday())
+		if n > 0 {
+			longest = max(longest, next.Sub(at))
+		}
+		if at.Year() == 2088 {
+			assert.Equal(t, time.Date(2128, 2, 29, 0, 0, 0, 0, time.UTC), next, "the wait across 2100")
+		}
+		at = next
+	}
+	assert.Equal(t, 40*365+9, int(longest.Hours()/24), "40 years, with 9 leap days (not 2100), in days")
+}
+
 // Bad input gets a *ParseError naming the field and quoting its text.
 func TestParseErrors(t *testing.T) {
 	for spec, want := range map[string]string{

@@ -30,9 +30,9 @@ type spec struct {
 const (
 	// horizon bounds the search of Next: it looks for a matching time up
 	// to this many seconds (a little over 100 years) past t. A spec that
-	// matches at all matches every 28 years at least: a date falls on
-	// every day of the week within 28 years, and February 29 comes every
-	// 8 years at most.
+	// matches at all matches again within 40 years: 29 February on a
+	// given day of the week waits longest, across a century year that is
+	// not a leap year (DESIGN.md, Bounds).
 	horizon = 100 * 366 * 86400
 	// maxUnix bounds the instants Next handles, a million years either
 	// side of 1970, so that no arithmetic on them overflows.
