@@ -73,8 +73,9 @@ func WithLease(d time.Duration) Option {
 // WithHistory sets how many finished records of each job are kept: the
 // newest succeeded ones with status Succeeded, and the newest failed ones
 // with any other finished status (Failed, Canceled, Skipped, Missed). The
-// default is 3 and 1, as for a Kubernetes CronJob; succeeded is at least 1, so that a job's last
-// record survives. Running records are never pruned. Pruning runs after
+// default is 3 and 1, as for a Kubernetes CronJob; succeeded is at least
+// 1. A job's last record, the one with the latest Due, is never pruned,
+// whatever its status, and neither are Running records. Pruning runs after
 // every 16th Finish, and on Prune.
 func WithHistory(succeeded, failed int) Option {
 	return optionFunc(func(o *options) { o.succeeded, o.failed = succeeded, failed })

@@ -70,11 +70,13 @@ RETURNING ` + columns
 
 	// ranked numbers a job's finished records, newest first, the
 	// succeeded and the others apart; doomed are those past the counts
-	// kept ($2 succeeded, $3 others).
+	// kept ($2 succeeded, $3 others), but never the job's last record,
+	// whatever its status: Last must still find where the job stopped.
 	rankedSQL = `SELECT due, status, ROW_NUMBER() OVER (
 	PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
 FROM {t} WHERE job = $1 AND status <> 0`
-	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE (status = 1 AND rn > $2) OR (status <> 1 AND rn > $3)`
+	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE ((status = 1 AND rn > $2) OR (status <> 1 AND rn > $3))
+	AND due < (SELECT MAX(due) FROM {t} WHERE job = $1)`
 
 	// pruneMark finds the newest record pruning removes; pruneWater
 	// raises the job's watermark to it, before pruneDel deletes: a slot at

@@ -309,6 +309,39 @@ func TestPrune(t *testing.T) {
 	})
 }
 
+// TestPruneKeepsTheLastRecord prunes with no failed record kept: a job's
+// last record survives whatever its status, so that Last still tells a
+// restart where the job stopped.
+func TestPruneKeepsTheLastRecord(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 0))
+		finish := func(job string, i int, st schedule.Status) {
+			r := running(job, i, "a")
+			require.NoError(t, s.Claim(ctx, r))
+			r.Status, r.End = st, slot(i).Add(time.Millisecond)
+			require.NoError(t, s.Finish(ctx, r))
+		}
+		finish("ok-then-failed", 0, schedule.Succeeded)
+		finish("ok-then-failed", 1, schedule.Succeeded)
+		finish("ok-then-failed", 2, schedule.Failed)
+		finish("only-failed", 0, schedule.Failed)
+		finish("only-failed", 1, schedule.Missed)
+		for _, job := range []string{"ok-then-failed", "only-failed"} {
+			_, err := s.Prune(ctx, job)
+			require.NoError(t, err)
+			last, err := s.Last(ctx, job)
+			require.NoError(t, err, job)
+			assert.True(t, last.Due.Equal(slot(map[string]int{"ok-then-failed": 2, "only-failed": 1}[job])), "%s: last %v", job, last.Due)
+		}
+		h, err := s.History(ctx, "ok-then-failed", 10)
+		require.NoError(t, err)
+		assert.Len(t, h, 2, "the last record, failed, and one succeeded")
+		h, err = s.History(ctx, "only-failed", 10)
+		require.NoError(t, err)
+		assert.Len(t, h, 1, "the last record alone")
+	})
+}
+
 // TestClaimRacesPrune makes a Claim race a pruning of its slot on
 // PostgreSQL, step by step: the claim reads the old watermark, then waits
 // on the row the pruning deletes; the pruning raises the watermark and
