@@ -430,7 +430,24 @@ func (j *Job) Stop(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return j.wait(ctx)
+	if err := j.wait(ctx); err != nil {
+		return err
+	}
+	if x == nil {
+		return nil
+	}
+	// Renewals of leases given up while their Renew hung end when it
+	// returns.
+	j.mu.Lock()
+	hung := x.hung
+	x.hung = nil
+	j.mu.Unlock()
+	for _, t := range hung {
+		if err := t.Stop(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var (

@@ -182,11 +182,16 @@ func WithCatchUpLimit(n int) Option {
 // runs (default: a MemoryStore of the job's own, keeping 16 records, made
 // at its first run). Jobs with the same name sharing a Store run each slot
 // once between them. If s is a LeaseStore, the job also renews the lease of
-// each run in flight and takes over the expired claims of its name.
+// each run in flight and takes over the expired claims of its name; a
+// LeaseStore whose Lease is zero or negative has no lease to renew, and is
+// used as a plain Store.
 func WithStore(s Store) Option {
 	return optionFunc(func(c *config) {
 		c.store = s
-		c.lease, _ = s.(LeaseStore)
+		c.lease = nil
+		if ls, ok := s.(LeaseStore); ok && ls.Lease() > 0 {
+			c.lease = ls
+		}
 	})
 }
 

@@ -30,6 +30,8 @@ type active struct {
 	gap    time.Time // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	fails  uint64    // claims that failed: a catch-up ends the outage only if none failed while it looked
 	look   bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
+
+	hung []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
 }
 
 // A flight is a run in flight.
@@ -562,12 +564,12 @@ func (j *Job) claimSkipped(ctx context.Context, r *Run, err error) {
 // run runs the Func for the claimed slot of p, renewing its lease if the
 // store has leases, and then records its outcome.
 func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) {
-	var renew *circulation.Trigger
+	var renew *renewal
 	if ls := j.cfg.lease; ls != nil && ls.Lease() > 0 {
-		renew = j.renewer(ls, p, cancel)
+		renew = j.renew(ls, p, cancel)
 		// A Func that calls runtime.Goexit leaves no outcome: its lease is
 		// left to expire, so that the slot is taken over.
-		defer stopRenewal(renew)
+		defer j.stopRenewal(x, renew)
 	}
 	var err, runErr error
 	if ctx.Err() == nil { // not stopped or replaced since the claim
@@ -576,12 +578,6 @@ func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active
 		runErr = ctx.Err()
 	}
 	j.finish(ctx, x, p, renew, runErr, err)
-}
-
-// stopRenewal stops the renewal of a run's lease, and waits for a renewal
-// in flight.
-func stopRenewal(renew *circulation.Trigger) {
-	_ = renew.Stop(context.Background())
 }
 
 // claimed returns the Record of the claim of p's slot.
@@ -604,7 +600,7 @@ func (j *Job) claimed(p *pending) Record {
 // the run's lease.
 //
 //go:noinline
-func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *circulation.Trigger, runErr, err error) {
+func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal, runErr, err error) {
 	var cause error
 	if ctx.Err() != nil {
 		cause = context.Cause(ctx)
@@ -613,7 +609,7 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *circulat
 		testHookReturned()
 	}
 	if renew != nil {
-		stopRenewal(renew) // no renewal after Finish
+		j.stopRenewal(x, renew) // no renewal after Finish
 	}
 	// A lease given up since, even after the Func returned, decides: the
 	// slot is taken over and run again, so this run is not its outcome.
@@ -838,63 +834,6 @@ func (j *Job) missedBefore(sched Schedule, t, end time.Time) []Record {
 	return obs
 }
 
-// renewer returns a started Trigger that renews the lease of the claim of
-// p every Lease()/3 (every Lease()/6 after a
-// failure). It cancels ctx with ErrLeaseLost if the store says the lease
-// is lost, and with ErrLeaseNotRenewed once a full Lease() has passed
-// since the last successful renewal, or since the claim (since) if none:
-// the lease may have expired by then, and the slot been taken over. No
-// Renew outlives that moment.
-//
-//go:noinline
-func (j *Job) renewer(ls LeaseStore, p *pending, cancel context.CancelCauseFunc) *circulation.Trigger {
-	rec := j.claimed(p)
-	since := p.start
-	if h := p.claim; h != nil {
-		since = h.since
-	}
-	l := ls.Lease()
-	deadline := since.Add(l)
-	var last error // of the latest failed renewal
-	t := circulation.Bind(j.cfg.sched, func(rctx context.Context) (time.Duration, bool) {
-		if sent := time.Now(); sent.Before(deadline) {
-			ctx, stop := context.WithDeadline(rctx, deadline)
-			err := ls.Renew(ctx, rec)
-			stop()
-			switch {
-			case rctx.Err() != nil:
-				return 0, false // the run has ended
-			case err == nil:
-				deadline = sent.Add(l)
-				return l / 3, true
-			case errors.Is(err, ErrLeaseLost):
-				cancel(ErrLeaseLost)
-				return 0, false
-			}
-			last = err
-			if left := time.Until(deadline); left > 0 {
-				return min(l/6, left), true
-			}
-		}
-		cause := fmt.Errorf("%w for %v", ErrLeaseNotRenewed, l)
-		if last != nil {
-			cause = fmt.Errorf("%w: %w", cause, last)
-		}
-		cancel(cause)
-		return 0, false
-	})
-	// A claim that took long left less than a lease: renew half-way to its
-	// end. A Scheduler that refuses the timer (a stopped wheel.Wheel)
-	// leaves the lease unrenewed: the run gives it up at once.
-	defer func() {
-		if r := recover(); r != nil {
-			cancel(fmt.Errorf("%w: %v", ErrLeaseNotRenewed, r))
-		}
-	}()
-	t.FireAfter(min(l/3, time.Until(deadline)/2))
-	return t
-}
-
 // reclaimTick is the Func of a LeaseStore job's reclaim Trigger: it takes
 // over the expired claims of the job's name, each a run with Reason
 // Recovered, and looks again after Lease(). It calls Reclaim only while
@@ -942,5 +881,8 @@ func (j *Job) reclaimTick(ctx context.Context) (time.Duration, bool) {
 		}
 		j.mu.Unlock()
 	}
-	return ls.Lease(), true
+	if l := ls.Lease(); l > 0 {
+		return l, true
+	}
+	return 0, false // the store's lease went away: nothing will expire
 }

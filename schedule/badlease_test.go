@@ -1,0 +1,119 @@
+package schedule_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// noLeaseStore is a LeaseStore whose Lease is zero or negative, and which
+// counts its Reclaim calls; past 10 of them, Reclaim blocks until release
+// is closed, so that a job that spins stops spinning for the test to see.
+type noLeaseStore struct {
+	*schedule.MemoryStore
+	lease    time.Duration
+	reclaims atomic.Int64
+	renews   atomic.Int64
+	release  chan struct{}
+}
+
+func (s *noLeaseStore) Lease() time.Duration { return s.lease }
+
+func (s *noLeaseStore) Renew(context.Context, schedule.Record) error {
+	s.renews.Add(1)
+	return nil
+}
+
+func (s *noLeaseStore) Reclaim(context.Context, string, string) (schedule.Record, error) {
+	if s.reclaims.Add(1) > 10 {
+		<-s.release
+	}
+	return schedule.Record{}, schedule.ErrNoRecord
+}
+
+// A store whose Lease is not positive has no lease to renew or expire: the
+// job treats it as a plain Store and never spins looking for expired
+// claims.
+func TestLeaseNotPositive(t *testing.T) {
+	for _, l := range []time.Duration{0, -time.Second} {
+		t.Run(l.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &noLeaseStore{MemoryStore: schedule.NewMemoryStore(10), lease: l, release: make(chan struct{})}
+				var runs atomic.Int64
+				j := schedule.NewJob("j", schedule.Every(time.Second), func(context.Context, schedule.Run) error {
+					runs.Add(1)
+					time.Sleep(100 * time.Millisecond)
+					return nil
+				}, schedule.WithStore(s))
+				start(t, j)
+				time.Sleep(3500 * time.Millisecond)
+				synctest.Wait()
+				assert.LessOrEqual(t, s.reclaims.Load(), int64(0), "Reclaim calls in 3.5 s")
+				assert.Zero(t, s.renews.Load(), "Renew calls")
+				assert.EqualValues(t, 3, runs.Load())
+				close(s.release)
+				stop(t, j)
+			})
+		})
+	}
+}
+
+// hungRenewStore is a LeaseStore whose Renew blocks, ignoring its
+// context, until unblock is closed.
+type hungRenewStore struct {
+	*leaseStore
+	unblock chan struct{}
+	once    sync.Once
+}
+
+func (s *hungRenewStore) Renew(ctx context.Context, r schedule.Record) error {
+	<-s.unblock
+	return s.leaseStore.Renew(ctx, r)
+}
+
+// A Renew that hangs, deaf to its context, does not keep the run going
+// past its lease: the run's context is cancelled with ErrLeaseNotRenewed
+// one Lease() after the claim, whatever Renew does.
+func TestHungRenewGivesTheRunUpOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &hungRenewStore{leaseStore: newLeaseStore(30 * time.Second), unblock: make(chan struct{})}
+		var j journal
+		var mu sync.Mutex
+		var cancelled time.Duration
+		var cause error
+		job := schedule.NewJob("j", schedule.Every(time.Hour), func(ctx context.Context, r schedule.Run) error {
+			<-ctx.Done()
+			mu.Lock()
+			if cause == nil { // the first run; the slot is then taken over, and given up again
+				cancelled, cause = time.Since(t0), context.Cause(ctx)
+			}
+			mu.Unlock()
+			return ctx.Err()
+		}, schedule.WithStore(s), schedule.WithObserver(j.observe))
+		start(t, job)
+		defer func() {
+			s.once.Do(func() { close(s.unblock) })
+			stop(t, job)
+		}()
+		time.Sleep(time.Hour + time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		first, why := cancelled, cause
+		mu.Unlock()
+		assert.Equal(t, time.Hour+30*time.Second, first, "given up one lease after the claim")
+		require.ErrorIs(t, why, schedule.ErrLeaseNotRenewed)
+		recs := j.recs()
+		require.NotEmpty(t, recs, "the Observer has the run given up while Renew still hangs")
+		assert.Equal(t, schedule.Canceled, recs[0].Status)
+		assert.Equal(t, time.Hour+30*time.Second, recs[0].End.Sub(t0))
+		time.Sleep(5 * time.Minute)
+	})
+}

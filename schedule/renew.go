@@ -1,0 +1,193 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// A renewal keeps the lease of one run's claim on a LeaseStore. A Trigger
+// of its own calls Renew every Lease()/3 (every Lease()/6 after a
+// failure), and a timer of the job's Scheduler, armed for the deadline,
+// gives the lease up once a full Lease() has passed since the last
+// renewal that worked, or since the claim if none did: from then on the
+// store may let another node take the slot over. The timer gives the lease
+// up whatever Renew is doing: a Renew that hangs, deaf to its context,
+// cannot keep the run going past the deadline.
+type renewal struct {
+	t      *circulation.Trigger // calls Renew
+	sched  circulation.Scheduler
+	lease  time.Duration
+	cancel context.CancelCauseFunc // the run's
+	gone   context.Context         // done once the lease is given up
+	giveUp context.CancelFunc      // gone's
+
+	mu       sync.Mutex
+	deadline time.Time         // when the lease may expire, by the wall clock
+	last     error             // of the latest failed Renew
+	inflight bool              // a Renew is under way
+	timer    circulation.Timer // armed for deadline; nil once stopped
+	stopped  bool              // stopRenewal was called
+}
+
+// renew starts the renewal of the lease of the claim of p, whose run's
+// context cancel cancels: with ErrLeaseLost if the store says the lease
+// is lost, and with ErrLeaseNotRenewed once it could not be renewed for a
+// full Lease(). No Renew outlives that moment: each one's context ends
+// there.
+//
+//go:noinline
+func (j *Job) renew(ls LeaseStore, p *pending, cancel context.CancelCauseFunc) *renewal {
+	rec := j.claimed(p)
+	since := p.start
+	if h := p.claim; h != nil {
+		since = h.since
+	}
+	r := &renewal{sched: j.w.sched, lease: ls.Lease(), cancel: cancel, deadline: since.Add(ls.Lease())}
+	r.gone, r.giveUp = context.WithCancel(context.Background())
+	r.t = circulation.Bind(j.cfg.sched, func(rctx context.Context) (time.Duration, bool) {
+		return r.tick(rctx, ls, rec)
+	})
+	// A Scheduler that refuses timers (a stopped wheel.Wheel) leaves the
+	// lease unrenewed: the run gives it up at once.
+	defer func() {
+		if v := recover(); v != nil {
+			r.expire(fmt.Errorf("%w: %v", ErrLeaseNotRenewed, v))
+		}
+	}()
+	r.mu.Lock()
+	r.armLocked()
+	r.mu.Unlock()
+	// A claim that took long left less than a lease: renew half-way to its
+	// end.
+	r.t.FireAfter(min(r.lease/3, time.Until(r.deadline)/2))
+	return r
+}
+
+// tick is the Func of the renewal's Trigger: one Renew, bounded by the
+// deadline.
+func (r *renewal) tick(rctx context.Context, ls LeaseStore, rec Record) (time.Duration, bool) {
+	sent := time.Now()
+	r.mu.Lock()
+	deadline := r.deadline
+	r.inflight = sent.Before(deadline)
+	r.mu.Unlock()
+	if !sent.Before(deadline) {
+		r.expired(deadline)
+		return 0, false
+	}
+	ctx, stop := context.WithDeadline(rctx, deadline)
+	err := ls.Renew(ctx, rec)
+	stop()
+	r.mu.Lock()
+	r.inflight = false
+	r.mu.Unlock()
+	switch {
+	case rctx.Err() != nil || r.gone.Err() != nil:
+		return 0, false // the run has ended, or its lease was given up
+	case err == nil:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.stopped {
+			return 0, false
+		}
+		r.deadline = sent.Add(r.lease) // counted from before the call, as the store's is
+		r.armLocked()
+		return r.lease / 3, true
+	case errors.Is(err, ErrLeaseLost):
+		r.cancel(ErrLeaseLost)
+		return 0, false
+	}
+	r.mu.Lock()
+	r.last = err
+	r.mu.Unlock()
+	if left := time.Until(deadline); left > 0 {
+		return min(r.lease/6, left), true
+	}
+	r.expired(deadline)
+	return 0, false
+}
+
+// armLocked arms the timer for the deadline, in place of the one armed
+// before. The caller holds r.mu. It panics if the Scheduler does.
+func (r *renewal) armLocked() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	deadline := r.deadline
+	r.timer = r.sched.AfterFunc(max(time.Until(deadline), 0), func() { r.expired(deadline) })
+}
+
+// expired gives the lease up if deadline is still its deadline and has
+// passed; a timer that comes early by the wall clock is armed again for
+// the rest.
+func (r *renewal) expired(deadline time.Time) {
+	r.mu.Lock()
+	if r.gone.Err() != nil || !r.deadline.Equal(deadline) {
+		r.mu.Unlock()
+		return // given up already, or renewed since
+	}
+	if time.Now().Before(deadline) {
+		if !r.stopped {
+			func() {
+				defer func() { _ = recover() }() // a refused timer: tick gives it up
+				r.armLocked()
+			}()
+		}
+		r.mu.Unlock()
+		return
+	}
+	cause := fmt.Errorf("%w for %v", ErrLeaseNotRenewed, r.lease)
+	switch {
+	case r.inflight:
+		// The Renew under way had until now: whether it has noticed or
+		// not, its context's deadline is what ended it.
+		cause = fmt.Errorf("%w: %w", cause, context.DeadlineExceeded)
+	case r.last != nil:
+		cause = fmt.Errorf("%w: %w", cause, r.last)
+	}
+	r.mu.Unlock()
+	r.expire(cause)
+}
+
+// expire gives the lease up: the run is cancelled with cause, and no
+// longer waits for a Renew in flight.
+func (r *renewal) expire(cause error) {
+	r.cancel(cause)
+	r.giveUp()
+}
+
+// stopRenewal ends the renewal of r: no Renew starts after it returns. It
+// waits for a Renew in flight, but not past the deadline: once the lease
+// is given up, the run no longer waits for a Renew that hangs, and Stop
+// waits for it instead. It may be called more than once.
+func (j *Job) stopRenewal(x *active, r *renewal) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	if r.t.Stop(r.gone) != nil {
+		// Given up while a Renew hangs: its Trigger returns when Renew
+		// does.
+		j.mu.Lock()
+		x.hung = slices.DeleteFunc(x.hung, func(t *circulation.Trigger) bool { return !t.Running() })
+		x.hung = append(x.hung, r.t)
+		j.mu.Unlock()
+	}
+	r.mu.Lock()
+	r.stopped = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	r.mu.Unlock()
+	r.giveUp() // releases gone's resources; the lease is the run's no more
+}
