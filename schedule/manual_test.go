@@ -1,6 +1,8 @@
 package schedule_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -76,4 +78,45 @@ func TestRunNowClaimedElsewhereIsSkipped(t *testing.T) {
 		stop(t, b)
 		assert.ElementsMatch(t, []string{"0s Succeeded Manual 0s-1s", "0s Skipped Manual"}, l.summary())
 	})
+}
+
+// An Observer that retries a failed run with RunNow starts a run: the
+// failed run no longer counts as in flight when the Observer learns of
+// it. Under OverlapSkip, and OverlapAllow limited to one run, a RunNow
+// that found the run still counted was always Skipped.
+func TestRunNowFromTheObserverRetries(t *testing.T) {
+	for name, opts := range map[string][]schedule.Option{
+		"OverlapSkip":        {schedule.WithOverlap(schedule.OverlapSkip)},
+		"OverlapAllow max 1": {schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMaxParallel(1)},
+		"OverlapBufferOne":   {schedule.WithOverlap(schedule.OverlapBufferOne)},
+		"OverlapReplace":     {schedule.WithOverlap(schedule.OverlapReplace)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				var j *schedule.Job
+				fails := 2 // the scheduled run and the first retry fail
+				f := func(ctx context.Context, r schedule.Run) error {
+					time.Sleep(time.Second)
+					if fails > 0 {
+						fails--
+						return errors.New("boom")
+					}
+					return nil
+				}
+				observe := func(r schedule.Record) {
+					l.observe(r)
+					if r.Status == schedule.Failed {
+						j.RunNow()
+					}
+				}
+				j = schedule.NewJob("j", schedule.Every(time.Hour), f, append(opts, schedule.WithObserver(observe))...)
+				start(t, j)
+				time.Sleep(time.Hour + time.Minute)
+				stop(t, j)
+				assert.Equal(t, []string{"1h0m0s Failed Scheduled 1h0m0s-1h0m1s",
+					"1h0m1s Failed Manual 1h0m1s-1h0m2s", "1h0m2s Succeeded Manual 1h0m2s-1h0m3s"}, l.summary())
+			})
+		})
+	}
 }

@@ -227,9 +227,12 @@ func WithNode(id string) Option {
 // did not run (Skipped, Missed). A slot another replica claimed first does
 // not reach f: it is that replica's. A run given up because its lease could
 // not be renewed reaches f as Canceled, but its record stays Running in
-// the store, for another node to take the slot over. f runs on the job's goroutines, may be
-// called concurrently under OverlapAllow, and may call the Job's methods
-// (except Stop with a context that outlives f).
+// the store, for another node to take the slot over. A run's Record
+// reaches f once the run no longer counts as in flight, so that a RunNow
+// from f, a retry of a Failed run, starts at once under the overlap policy
+// unless other runs are queued or in flight. f runs on the job's
+// goroutines, may be called concurrently under OverlapAllow, and may call
+// the Job's methods (except Stop with a context that outlives f).
 func WithObserver(f func(Record)) Option {
 	return optionFunc(func(c *config) { c.observer = f })
 }

@@ -22,6 +22,7 @@ type active struct {
 	flights uint64        // the id of the latest flight
 	queue   []pending     // runs waiting for the runner (all policies but OverlapAllow)
 	runners int           // goroutines running the job's Func or about to
+	reports int           // runners passing the outcome of their last run to the Observer, no longer counted in runners
 	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
 	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
@@ -49,6 +50,15 @@ type pending struct {
 	claim    *handover // a claim a LeaseStore handed over, or nil: the runner claims the slot
 	start    time.Time // once claimed: when the run started (Record.Start)
 	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
+	inline   bool      // a catch-up run inside another run's: its outcome reaches the Observer at once
+
+	// The outcome of the run, once it has ended and ended is set: the
+	// runner passes it to the Observer once the run no longer counts as
+	// in flight.
+	ended  bool
+	status Status
+	end    time.Time
+	msg    string
 }
 
 // A handover is an expired claim a LeaseStore handed over to the job.
@@ -306,8 +316,39 @@ func (j *Job) runner(batch []pending) {
 		j.mu.Lock()
 		x.land(cur)
 		cur = 0
+		if !p.ended || j.cfg.observer == nil {
+			j.mu.Unlock()
+			continue
+		}
+		// The run no longer counts as in flight when the Observer learns
+		// of it, so that a RunNow from the Observer (a retry of a failed
+		// run) finds the job free. A runner with nothing left to run
+		// leaves first; one with more runs queued keeps the job busy.
+		leaving := len(batch) == 0 && len(x.queue) == 0
+		x.reports++
+		if leaving {
+			normal = true
+			j.exitLocked(x)
+		}
 		j.mu.Unlock()
+		j.reportEnded(x, &p)
+		if leaving {
+			return
+		}
 	}
+}
+
+// reportEnded passes the outcome of the run of p to the Observer, and
+// then accounts for the report's end, even if the Observer panics or
+// calls runtime.Goexit.
+func (j *Job) reportEnded(x *active, p *pending) {
+	defer func() {
+		j.mu.Lock()
+		x.reports--
+		j.quietLocked()
+		j.mu.Unlock()
+	}()
+	j.report(j.cfg.observer, p, p.end, p.status, p.msg)
 }
 
 // take moves the next pending run to start, from batch or else from the
@@ -395,7 +436,7 @@ func (j *Job) freeLocked(x *active) bool {
 // quiet reports whether nothing of the job's runs: no runner, and no
 // callback of its timer. The caller holds j.mu.
 func (j *Job) quiet() bool {
-	return j.flags&jobBusy == 0 && (j.x == nil || j.x.runners == 0)
+	return j.flags&jobBusy == 0 && (j.x == nil || j.x.runners == 0 && j.x.reports == 0)
 }
 
 // quietLocked wakes the Stop waiting for the job to be quiet, if it is.
@@ -632,7 +673,11 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 		}
 	}
 	if f := j.cfg.observer; f != nil {
-		j.report(f, p, end, status, msg)
+		if p.inline {
+			j.report(f, p, end, status, msg)
+		} else {
+			p.ended, p.status, p.end, p.msg = true, status, end, msg
+		}
 	}
 }
 
@@ -766,7 +811,7 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 		if changed {
 			return
 		}
-		p := pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}}
+		p := pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}, inline: true}
 		if ctx.Err() != nil {
 			x.owe(j, &p.run) // replaced: the slot due catches up from here
 			return
