@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -219,5 +220,40 @@ func TestStartOutageReportsTheSlotsPastTheLimitMissed(t *testing.T) {
 			}
 		})
 		assert.Equal(t, []string{"20s", "30s", "40s", "50s", "1m0s"}, dues, "Last down at Start: %v", down)
+	}
+}
+
+// The slots missed while the process was down get the same records
+// whether Last answered at Start or failed then and answered later, under
+// every Misfire policy: a Start outage under MisfireRunOnce or MisfireSkip
+// reported none of them, and ran none.
+func TestStartOutageGivesTheRecordsOfAStart(t *testing.T) {
+	for _, m := range []schedule.Misfire{schedule.MisfireRunOnce, schedule.MisfireSkip, schedule.MisfireRunAll} {
+		t.Run(m.String(), func(t *testing.T) {
+			got := map[bool][]string{}
+			for _, down := range []bool{false, true} {
+				synctest.Test(t, func(t *testing.T) {
+					var l journal
+					store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+					succeeded(t, store.MemoryStore, at(10*time.Second))
+					time.Sleep(75 * time.Second) // the process was down since 10s
+					store.set(func(s *scriptedStore) { s.lastDown = down })
+					j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+						schedule.WithStore(store), schedule.WithMisfire(m), schedule.WithObserver(l.observe))
+					start(t, j)
+					store.set(func(s *scriptedStore) { s.lastDown = false })
+					time.Sleep(20 * time.Second) // 95s
+					stop(t, j)
+					for _, r := range l.recs() {
+						if r.Due.Before(at(75 * time.Second)) {
+							got[down] = append(got[down], fmt.Sprintf("%s %s %s", since(r.Due), r.Status, r.Reason))
+						}
+					}
+					slices.Sort(got[down])
+				})
+			}
+			assert.NotEmpty(t, got[false])
+			assert.Equal(t, got[false], got[true], "Last up at Start, then Last down at Start")
+		})
 	}
 }

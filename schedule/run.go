@@ -484,7 +484,9 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 		p.start = time.Now().Round(0)
 		p.run.Reason, p.run.Attempt = Recovered, h.rec.Attempt
 	} else {
-		if p.run.Reason == Scheduled && j.cfg.misfire == MisfireRunAll && !j.catchUp(ctx, x, &p.run) {
+		// A job on a Store of its own never owes a slot: its Last never
+		// fails, and its claims fail only under MisfireRunAll's limit.
+		if p.run.Reason == Scheduled && j.cfg.store != nil && !j.catchUp(ctx, x, &p.run) {
 			return true
 		}
 		switch j.claim(ctx, x, p, retry) {
@@ -755,7 +757,9 @@ func (j *Job) call(ctx context.Context, r *Run) (err, runErr error) {
 
 // recoverOutage runs, before the slot due, the slots its store's failures
 // made it miss, if it failed since the last catch-up: under MisfireRunAll,
-// each of them, oldest first, up to the catch-up limit. They are the slots
+// each of them, oldest first, up to the catch-up limit. (Under the other
+// policies, only the slots before a Start whose Last failed are owed, and
+// recoverStart gives them what Start would have.) They are the slots
 // from the first one whose claim failed; and, if Last failed when the job
 // started, the slots after the store's last record before then, of which
 // those past the limit are reported Missed, as Start reports them. A slot
@@ -773,6 +777,12 @@ func (j *Job) call(ctx context.Context, r *Run) (err, runErr error) {
 func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 	j.mu.Lock()
 	missed, gap, fails, floor, sched := x.missed, x.gap, x.fails, x.floor, j.sched
+	if j.cfg.misfire != MisfireRunAll {
+		// The slots whose claims failed were reported Skipped, and the
+		// slot due is the latest missed one: only a Start outage's slots
+		// are owed.
+		missed = time.Time{}
+	}
 	j.mu.Unlock()
 	if missed.IsZero() && gap.IsZero() {
 		return // nothing owed
@@ -793,11 +803,15 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 		from = floor
 	}
 	j.mu.Lock()
-	if x.fails == fails {
+	if x.fails == fails || j.cfg.misfire != MisfireRunAll {
 		x.missed, x.gap = time.Time{}, time.Time{}
 	}
 	j.mu.Unlock()
 	if !owed {
+		return
+	}
+	if j.cfg.misfire != MisfireRunAll {
+		j.recoverStart(ctx, x, sched, from, gap, floor)
 		return
 	}
 	t := from
@@ -829,6 +843,39 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 			return
 		}
 	}
+}
+
+// recoverStart gives the slots a Start outage left unhandled under
+// MisfireRunOnce and MisfireSkip, those after from, the store's last
+// record before the start, up to gap, the start, what Start gives the
+// slots it finds missed: under MisfireSkip each is Missed; under
+// MisfireRunOnce the latest runs, CatchUp, and the others are Missed.
+func (j *Job) recoverStart(ctx context.Context, x *active, sched Schedule, from, gap, floor time.Time) {
+	first := next(sched, from)
+	if first.IsZero() || first.After(gap) {
+		return
+	}
+	head, latest := dueSlots(sched, first, gap, j.cfg.scanLimit())
+	missed := func(ts ...time.Time) {
+		for _, t := range ts {
+			j.observe([]Record{j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil)})
+		}
+	}
+	missed(head...)
+	if j.cfg.misfire == MisfireSkip {
+		missed(latest)
+		return
+	}
+	j.mu.Lock()
+	changed := j.state != jobStarted || j.paused() || !x.floor.Equal(floor)
+	j.mu.Unlock()
+	if changed || ctx.Err() != nil {
+		return
+	}
+	p := pending{run: Run{Job: j.name, Due: latest, Reason: CatchUp}, inline: true}
+	rctx, rcancel := context.WithCancelCause(ctx)
+	j.execute(rctx, rcancel, x, &p, false) // a claim that fails is reported Skipped: nothing owes the slot after it
+	rcancel(nil)
 }
 
 // lastBefore returns the Due of the latest record of the job before gap,
