@@ -2,10 +2,12 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -256,4 +258,61 @@ func TestStartOutageGivesTheRecordsOfAStart(t *testing.T) {
 			assert.Equal(t, got[false], got[true], "Last up at Start, then Last down at Start")
 		})
 	}
+}
+
+// adoptingStore is a MemoryStore whose Last fails while down is set and
+// otherwise takes slow, and which, like a store that adopts its own live
+// claim, lets a CatchUp claim a slot that has a record.
+type adoptingStore struct {
+	*schedule.MemoryStore
+	down atomic.Bool
+	slow time.Duration
+}
+
+func (s *adoptingStore) Last(ctx context.Context, job string) (schedule.Record, error) {
+	if s.down.Load() {
+		return schedule.Record{}, errDown
+	}
+	time.Sleep(s.slow)
+	return s.MemoryStore.Last(ctx, job)
+}
+
+func (s *adoptingStore) Claim(ctx context.Context, r schedule.Record) error {
+	err := s.MemoryStore.Claim(ctx, r)
+	if errors.Is(err, schedule.ErrClaimed) && r.Reason == schedule.CatchUp {
+		return nil
+	}
+	return err
+}
+
+// Under OverlapAllow two runs may catch up the same owed slots at once:
+// here the slots before a Start whose Last failed, while Last takes longer
+// than a slot. Even on a store that lets a slot be claimed twice, the job
+// never runs one slot twice at once.
+func TestOverlappingCatchUpsRunASlotOnceAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		flying := map[time.Time]int{}
+		most := 0
+		store := &adoptingStore{MemoryStore: schedule.NewMemoryStore(100), slow: 15 * time.Second}
+		succeeded(t, store.MemoryStore, at(10*time.Second))
+		time.Sleep(35 * time.Second) // the process was down since 10s
+		store.down.Store(true)
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), func(ctx context.Context, r schedule.Run) error {
+			mu.Lock()
+			flying[r.Due]++
+			most = max(most, flying[r.Due])
+			mu.Unlock()
+			time.Sleep(15 * time.Second)
+			mu.Lock()
+			flying[r.Due]--
+			mu.Unlock()
+			return nil
+		}, schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithOverlap(schedule.OverlapAllow))
+		start(t, j)
+		store.down.Store(false)
+		time.Sleep(2 * time.Minute)
+		stop(t, j)
+		assert.Equal(t, 1, most, "runs of one slot at once")
+	})
 }

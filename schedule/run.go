@@ -32,12 +32,14 @@ type active struct {
 	fails  uint64    // claims that failed: a catch-up ends the outage only if none failed while it looked
 	look   bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
 
-	hung []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
+	hung     []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
+	catchUps []time.Time            // the owed slots being caught up now
 }
 
 // A flight is a run in flight.
 type flight struct {
 	id        uint64
+	due       time.Time // its run's slot; its catch-up runs come first
 	cancel    context.CancelCauseFunc
 	recovered bool // a claim taken over from another node: OverlapReplace does not cancel it
 }
@@ -387,7 +389,7 @@ func (j *Job) take(x *active, batch *[]pending, p *pending) (context.Context, co
 		ctx, cancel := context.WithCancelCause(context.Background())
 		x.flights++
 		id := x.flights
-		x.runs = append(x.runs, flight{id: id, cancel: cancel, recovered: p.claim != nil})
+		x.runs = append(x.runs, flight{id: id, due: p.run.Due, cancel: cancel, recovered: p.claim != nil})
 		j.mu.Unlock()
 		return ctx, cancel, id
 	}
@@ -836,12 +838,40 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 			j.observe(j.missedBefore(sched, t, gap))
 			return
 		}
+		if !x.catching(j, t) {
+			continue // another pass of this job catches it up now (OverlapAllow)
+		}
 		rctx, rcancel := context.WithCancelCause(ctx)
 		ok := j.execute(rctx, rcancel, x, &p, true)
 		rcancel(nil)
+		x.caught(j, t)
 		if !ok {
 			return
 		}
+	}
+}
+
+// catching notes that a catch-up of the slot due is under way, and reports
+// false if the slot is another run's already, catching up or in flight:
+// under OverlapAllow two runs may catch up the same owed slots at once, or
+// one catch up the slot of the other, and a job never runs one slot twice
+// at once, whatever its store says of the claim.
+func (x *active) catching(j *Job, due time.Time) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if slices.ContainsFunc(x.catchUps, due.Equal) || slices.ContainsFunc(x.runs, func(f flight) bool { return f.due.Equal(due) }) {
+		return false
+	}
+	x.catchUps = append(x.catchUps, due)
+	return true
+}
+
+// caught notes that the catch-up of the slot due has ended.
+func (x *active) caught(j *Job, due time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if i := slices.IndexFunc(x.catchUps, due.Equal); i >= 0 {
+		x.catchUps = slices.Delete(x.catchUps, i, i+1)
 	}
 }
 

@@ -25,8 +25,10 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 		return fmt.Errorf("sqlstore: renewing %s at %v: %w", r.Job, r.Due, err)
 	}
 	if n == 0 {
+		s.release(w)
 		return schedule.ErrLeaseLost
 	}
+	s.hold(w)
 	return nil
 }
 
@@ -65,5 +67,6 @@ func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record,
 	if err != nil {
 		return schedule.Record{}, fmt.Errorf("sqlstore: reclaiming %s: %w", job, err)
 	}
+	s.hold(w)
 	return w.record(), nil
 }

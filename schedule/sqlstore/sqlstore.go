@@ -75,10 +75,14 @@ type Store struct {
 	// unsure holds the claims made through this Store whose statement
 	// failed: the connection may have broken after the commit, leaving
 	// a claim in the table that its caller does not run. The next Claim
-	// of that slot through this Store adopts it (adopt). Written by
-	// Claim, under mu.
+	// of that slot through this Store adopts it (adopt), unless the Store
+	// holds the slot meanwhile. held holds the slots whose claim this
+	// Store made, adopted or took over, and has not seen finished, with
+	// when it last knew the claim alive (its claim, or a renewal): a slot
+	// is held for a Lease() after that. Both are guarded by mu.
 	mu     sync.Mutex
 	unsure map[slotKey]unsureClaim
+	held   map[slotKey]time.Time
 }
 
 type slotKey struct {
@@ -126,7 +130,8 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table), unsure: make(map[slotKey]unsureClaim)}
+	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table),
+		unsure: make(map[slotKey]unsureClaim), held: make(map[slotKey]time.Time)}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}

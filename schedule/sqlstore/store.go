@@ -198,9 +198,44 @@ func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
 		return s.adopt(ctx, r, w)
 	}
 	if s.dialect == PostgreSQL {
-		return s.checkPruned(ctx, r, w)
+		if err := s.checkPruned(ctx, r, w); err != nil {
+			return err
+		}
 	}
+	s.hold(w)
 	return nil
+}
+
+// hold notes that s holds the claim w, alive now: an unsure claim of its
+// slot is no longer adopted.
+func (s *Store) hold(w row) {
+	k := slotKey{w.job, w.due}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.unsure, k)
+	if len(s.held) >= maxUnsure && len(s.held)%maxUnsure == 0 {
+		for k, at := range s.held {
+			if now.Sub(at) > s.opts.lease {
+				delete(s.held, k)
+			}
+		}
+	}
+	s.held[k] = now
+}
+
+// release notes that s no longer holds the claim of the slot of w: it
+// finished, or its lease was lost.
+func (s *Store) release(w row) {
+	s.mu.Lock()
+	delete(s.held, slotKey{w.job, w.due})
+	s.mu.Unlock()
+}
+
+// holdsLocked reports whether s holds the slot k. The caller holds s.mu.
+func (s *Store) holdsLocked(k slotKey) bool {
+	at, ok := s.held[k]
+	return ok && time.Since(at) <= s.opts.lease
 }
 
 // remember notes the claim w, whose statement failed, as unsure: it may
@@ -208,6 +243,9 @@ func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
 func (s *Store) remember(w row) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.holdsLocked(slotKey{w.job, w.due}) {
+		return // the slot's claim is this Store's, and alive: the failed one is not it
+	}
 	if len(s.unsure) >= maxUnsure {
 		for k, u := range s.unsure {
 			if time.Since(u.at) > s.opts.lease {
@@ -228,14 +266,17 @@ func (s *Store) remember(w row) {
 // claim, still running with the same node and attempt, adopt hands it to
 // w, with a fresh lease; otherwise the slot is another's: ErrClaimed. An
 // unsure claim is adopted once, by the first Claim of its slot that finds
-// the record. Node names must differ between replicas, as for fencing.
+// the record, and never while s holds the slot: a claim of it made through
+// s succeeded since, and is alive. Node names must differ between
+// replicas, as for fencing.
 func (s *Store) adopt(ctx context.Context, r schedule.Record, w row) error {
 	k := slotKey{w.job, w.due}
 	s.mu.Lock()
 	u, ok := s.unsure[k]
 	delete(s.unsure, k)
+	held := s.holdsLocked(k)
 	s.mu.Unlock()
-	if !ok || u.attempt != w.attempt {
+	if !ok || u.attempt != w.attempt || held {
 		return schedule.ErrClaimed
 	}
 	n, err := s.exec(ctx, s.q.adopt, w.job, w.due, u.node, u.attempt, w.reason, w.status, w.start, w.end, w.node, w.err,
@@ -251,8 +292,11 @@ func (s *Store) adopt(ctx context.Context, r schedule.Record, w row) error {
 	}
 	if s.dialect == PostgreSQL {
 		// The unsure claim was not checked against pruning.
-		return s.checkPruned(ctx, r, w)
+		if err := s.checkPruned(ctx, r, w); err != nil {
+			return err
+		}
 	}
+	s.hold(w)
 	return nil
 }
 
@@ -318,6 +362,9 @@ func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
 		}
 		t.Stop()
 		pause = min(2*pause, time.Second)
+	}
+	if err == nil || errors.Is(err, schedule.ErrLeaseLost) {
+		s.release(w)
 	}
 	if err != nil {
 		return err
