@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -13,8 +14,10 @@ const busyWait = 30 * time.Second
 
 // retry runs f, and on SQLite runs it again while it fails because another
 // writer holds the database, with a growing pause, for up to busyWait or
-// until ctx is done. A DSN with a busy timeout (SQLiteDSN) makes this rare;
-// it covers the connections opened without one.
+// until ctx is done: a Claim's context ends one lease after it started.
+// The driver's own wait for the lock, its busy timeout, is not cut short by
+// the context, so a connection's busy timeout adds to how long a statement
+// may wait: SQLiteDSN sets a short one, and leaves the waiting to retry.
 func (s *Store) retry(ctx context.Context, f func() error) error {
 	err := f()
 	if s.dialect != SQLite || !isBusy(err) {
@@ -55,10 +58,16 @@ func isBusy(err error) bool {
 }
 
 // SQLiteDSN returns a modernc.org/sqlite data source name for the file at
-// path with the settings a Store wants: WAL, a 10s busy timeout, and
-// immediate transactions. Any path will do: its '%', '?' and '#' are
-// escaped.
+// path with the settings a Store wants: WAL, a 100ms busy timeout, and
+// immediate transactions. The Store retries a statement that finds the
+// database locked, within its context, so the short busy timeout is what
+// keeps a Claim within its lease while another process holds the lock;
+// with a busy timeout of 10s, a Claim could wait 10s. Any path will do:
+// its '%', '?' and '#' are escaped.
 func SQLiteDSN(path string) string {
 	path = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	return "file:" + path + "?_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMS) + ")&_pragma=journal_mode(WAL)&_txlock=immediate"
 }
+
+// busyTimeoutMS is SQLiteDSN's busy timeout, in milliseconds.
+const busyTimeoutMS = 100
