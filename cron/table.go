@@ -103,7 +103,11 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 // Table keeps running the task's previous definition, if any. ctx bounds
 // the reads of the store by the jobs that start. Concurrent calls take
 // effect one after the other, in some order; Handlers and Observers may
-// call Apply.
+// call Apply, and the Table's other methods: Apply calls no Observer while
+// it holds the Table's lock. If the tasks' Scheduler refuses their timers
+// (a stopped wheel.Wheel), Apply carries out the whole change, then passes
+// the Scheduler's panic on to its caller; the Table stays usable, and
+// Stop returns.
 func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 	var errs []error
 	want := map[string]*compiled{}
@@ -128,11 +132,11 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 	}
 
 	// Decide, holding t.mu, so that each Apply sees the one before whole.
-	// The jobs are paused and started after, not holding it: their
-	// Observers may call the Table.
+	// The jobs are paused, rescheduled and started after, not holding it:
+	// their Observers may call the Table.
 	now := time.Now()
 	var ch Changes
-	var drains, starts []*entry
+	var drains, starts, moves []*entry
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -156,9 +160,7 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		case !sameSchedule(c.def, old.def):
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
-			// Here, holding t.mu, so that the latest Apply's times win.
-			// SetSchedule calls no Observer.
-			e.job.SetSchedule(c.schedule(e.seen))
+			moves = append(moves, e)
 		case c.def.Handler != old.def.Handler || c.def.BusinessID != old.def.BusinessID:
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
@@ -179,16 +181,41 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 	}
 	t.mu.Unlock()
 
+	// A Scheduler that refuses timers (a stopped wheel.Wheel) makes
+	// SetSchedule and Start panic. The Apply is carried out all the same,
+	// so that the Table stays whole, and the first panic then reaches the
+	// caller, as schedule.WithScheduler promises.
+	var refused any
+	refuse := func() {
+		if v := recover(); v != nil && refused == nil {
+			refused = v
+		}
+	}
+	defer func() {
+		if refused != nil {
+			panic(refused)
+		}
+	}()
 	for _, e := range drains {
 		e.job.Pause()
 		go t.drain(e)
+	}
+	for _, e := range moves {
+		func() {
+			defer refuse()
+			t.reschedule(e)
+		}()
 	}
 	for _, e := range starts {
 		if e.after != nil {
 			go t.startAfter(context.WithoutCancel(ctx), e)
 			continue
 		}
-		err := e.job.Start(ctx)
+		var err error
+		func() {
+			defer refuse()
+			err = e.job.Start(ctx)
+		}()
 		if err == nil || errors.Is(err, schedule.ErrStopped) || errors.Is(err, schedule.ErrStarted) {
 			// ErrStopped: a concurrent Apply drained the task, or Stop
 			// stopped the Table, while the job read the store. The task
@@ -213,6 +240,19 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		t.mu.Unlock()
 	}
 	return ch, errors.Join(errs...)
+}
+
+// reschedule gives e's job the times of its definition. Concurrent Applies
+// may reschedule one job in either order: each one sets the schedule of the
+// definition in force as it ends, so that the latest Apply's times win.
+func (t *Table) reschedule(e *entry) {
+	for {
+		c := e.c.Load()
+		e.job.SetSchedule(c.schedule(e.seen))
+		if e.c.Load() == c {
+			return
+		}
+	}
 }
 
 // newEntryLocked makes an entry for c, with its job not started, the
@@ -251,7 +291,10 @@ func (t *Table) startAfter(ctx context.Context, e *entry) {
 	t.mu.Unlock()
 	if current {
 		// If a drain or Stop comes now, Start makes a paused job or
-		// returns ErrStarted: either is right.
+		// returns ErrStarted: either is right. A Scheduler that refuses
+		// the job's timer leaves it with no next run; there is no caller
+		// to pass the panic to.
+		defer func() { _ = recover() }()
 		_ = e.job.Start(ctx)
 	}
 }
