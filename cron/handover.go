@@ -37,6 +37,14 @@ func (s handoverStore) Last(ctx context.Context, job string) (schedule.Record, e
 	return r, err
 }
 
+// CheckJob is the Store's, if it checks job names.
+func (s handoverStore) CheckJob(name string) error {
+	if c, ok := s.Store.(schedule.JobChecker); ok {
+		return c.CheckJob(name)
+	}
+	return nil
+}
+
 type handoverLeaseStore struct {
 	handoverStore
 	lease schedule.LeaseStore

@@ -123,6 +123,13 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			continue
 		}
 		c, err := compile(d, t.handlers, t.loc)
+		if err == nil {
+			if jc, ok := t.store.(schedule.JobChecker); ok {
+				if cerr := jc.CheckJob(d.Name); cerr != nil {
+					err = &TaskError{Task: d.Name, Field: "name", Err: cerr}
+				}
+			}
+		}
 		if err != nil {
 			errs = append(errs, err)
 			keep[d.Name] = true

@@ -2,6 +2,7 @@ package cron_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -103,4 +104,30 @@ func TestTableApplyPanicLeavesTheTableUsable(t *testing.T) {
 		assert.NoError(t, err)
 	})
 	within(t, 5*time.Second, "Stop", func() { assert.NoError(t, tab.Stop(context.Background())) })
+}
+
+// shortNames is a MemoryStore that holds job names of at most 8 bytes.
+type shortNames struct{ *schedule.MemoryStore }
+
+func (shortNames) CheckJob(name string) error {
+	if len(name) > 8 {
+		return errors.New("longer than 8 bytes")
+	}
+	return nil
+}
+
+// A task whose name its Table's Store cannot hold is refused by Apply,
+// with a *TaskError naming the field; the others run.
+func TestTableRefusesANameTheStoreCannotHold(t *testing.T) {
+	var l ledger
+	tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", time.Second)}, cron.WithLocation(time.UTC),
+		cron.WithStore(shortNames{schedule.NewMemoryStore(10)}))
+	ch, err := tab.Apply(context.Background(), []cron.Task{task("short", "h", "0 0 * * * *"), task("much-too-long", "h", "0 0 * * * *")})
+	var te *cron.TaskError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "much-too-long", te.Task)
+	assert.Equal(t, "name", te.Field)
+	assert.EqualError(t, err, `cron: task "much-too-long": name: longer than 8 bytes`)
+	assert.Equal(t, []string{"short"}, ch.Added)
+	require.NoError(t, tab.Stop(context.Background()))
 }

@@ -113,8 +113,9 @@ var ErrStopped = errors.New("schedule: job stopped")
 // an outage and applies the Misfire policy at its first slot whose claim
 // succeeds. Start returns ErrStarted if the job was started before, or
 // another Start is under way; ErrStopped if Stop was called before Start
-// returned; and ctx.Err() if ctx is done before it reads the store (the
-// job can then be started again).
+// returned; ctx.Err() if ctx is done before it reads the store (the job
+// can then be started again); and the store's error if it cannot hold the
+// job's name (see JobChecker).
 func (j *Job) Start(ctx context.Context) error {
 	j.mu.Lock()
 	switch j.state {
@@ -138,6 +139,11 @@ func (j *Job) Start(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return abort(err)
+	}
+	if c, ok := j.cfg.store.(JobChecker); ok {
+		if err := c.CheckJob(j.name); err != nil {
+			return abort(fmt.Errorf("schedule: job %.40q: %w", j.name, err))
+		}
 	}
 	var last Record
 	known, outage := false, false

@@ -74,6 +74,17 @@ type Store interface {
 	History(ctx context.Context, job string, limit int) ([]Record, error)
 }
 
+// A JobChecker is a Store that cannot hold every job name, such as one
+// that limits their length. Start calls CheckJob with the job's name, and
+// refuses to start a job whose name the store cannot hold: its every claim
+// would fail.
+type JobChecker interface {
+	Store
+	// CheckJob returns an error, naming the limit, if the store cannot
+	// hold the records of a job so named.
+	CheckJob(name string) error
+}
+
 // A LeaseStore is a Store whose claims hold a lease: a claim whose lease
 // is not renewed in time, by the store's clock, expires, and another node
 // may take the slot over with Reclaim. A Job on a LeaseStore renews the

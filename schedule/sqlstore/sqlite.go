@@ -2,7 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -71,3 +75,40 @@ func SQLiteDSN(path string) string {
 
 // busyTimeoutMS is SQLiteDSN's busy timeout, in milliseconds.
 const busyTimeoutMS = 100
+
+// OpenSQLite opens the SQLite database file at path, creating it if need
+// be, with SQLiteDSN's settings and the modernc.org/sqlite driver, which
+// the caller imports for its side effect:
+//
+//	import _ "modernc.org/sqlite"
+//
+//	db, err := sqlstore.OpenSQLite("jobs.db")
+//	...
+//	store, err := sqlstore.New(ctx, db, sqlstore.SQLite)
+//
+// Unlike sql.Open, it checks that the file can be opened, and its errors
+// name the path: a directory that does not exist is reported as such. The
+// pool it returns holds one connection: SQLite runs one writer at a time,
+// and a Store's writes from several connections of one process only wait
+// for each other's locks.
+func OpenSQLite(path string) (*sql.DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlstore: OpenSQLite with an empty path")
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("sqlstore: SQLite database %s: its directory %s: %w", path, dir, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("sqlstore: SQLite database %s: %s is not a directory", path, dir)
+	}
+	db, err := sql.Open("sqlite", SQLiteDSN(path))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: SQLite database %s: %w (import _ \"modernc.org/sqlite\" to register its driver)", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: SQLite database %s: %w", path, err)
+	}
+	return db, nil
+}

@@ -113,6 +113,9 @@ var _ schedule.LeaseStore = (*Store)(nil)
 // SQLite database belongs to one connection: New refuses one that the
 // pool's other connections would not see, unless db.SetMaxOpenConns(1)
 // was called.
+//
+// If ctx has no deadline, New gives up after NewTimeout: a server that
+// accepts connections but never answers would otherwise hold it for good.
 func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("sqlstore: New with a nil *sql.DB")
@@ -130,13 +133,29 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	bounded := false
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, newTimeout)
+		defer cancel()
+		bounded = true
+	}
 	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table),
 		unsure: make(map[slotKey]unsureClaim), held: make(map[slotKey]time.Time)}
 	if err := s.migrate(ctx); err != nil {
+		if bounded && ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (no answer within %v; New's context had no deadline)", err, newTimeout)
+		}
 		return nil, err
 	}
 	return s, nil
 }
+
+// NewTimeout bounds New when its context has no deadline.
+const NewTimeout = 30 * time.Second
+
+// newTimeout is NewTimeout, shortened by tests.
+var newTimeout = NewTimeout
 
 // mustBeMade panics if s is nil or was not made by New: misuse, where a
 // nil *sql.DB would otherwise panic deep inside database/sql.

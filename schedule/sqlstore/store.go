@@ -99,6 +99,16 @@ func toRow(r schedule.Record) (row, error) {
 	}, nil
 }
 
+// CheckJob returns an error if a job of this name cannot have records: it
+// is empty, longer than MaxJobLen bytes, or not UTF-8 text without NUL. A
+// schedule.Job on the Store refuses to start under such a name.
+func (s *Store) CheckJob(name string) error {
+	_, err := toRow(schedule.Record{Job: name, Due: time.Unix(0, 0)})
+	return err
+}
+
+var _ schedule.JobChecker = (*Store)(nil)
+
 // isText reports whether s can be stored in a text column of every
 // dialect: PostgreSQL refuses NUL and invalid UTF-8.
 func isText(s string) bool {
