@@ -321,3 +321,71 @@ func TestRestart(t *testing.T) {
 			time.Unix(0, first).UTC().Format("15:04:05.0"), tl.starts[first][0].reason)
 	})
 }
+
+// TestClaimTimeoutsUnderLoad makes claims time out, as under load, under
+// three replicas with OverlapAllow and MisfireRunAll on PostgreSQL with a
+// 1s lease: every second and a half, another writer holds the keys of the
+// next two slots in an open transaction for 1.3s, so that each replica's
+// claims of them wait out their lease and fail. Those slots are owed, and
+// the next slots' catch-ups, several at once on each replica, claim them
+// again: each runs once, none twice (a Store that adopted its own live
+// claim ran such a slot twice at once on one node).
+func TestClaimTimeoutsUnderLoad(t *testing.T) {
+	b := backends()[1]
+	needPostgres(t)
+	const every = 100 * time.Millisecond
+	c := newCluster(t, b, replicaConfig{Every: every, Lease: time.Second,
+		Misfire: schedule.MisfireRunAll, MaxRun: 250 * time.Millisecond})
+	for i := range 3 {
+		c.start(fmt.Sprint("n", i))
+	}
+	db := openDB(t, b.driver, c.dsn)
+	from := time.Now()
+	blocked := 0
+	for range 4 {
+		time.Sleep(200 * time.Millisecond)
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := schedule.Every(every).Next(time.Now().Add(every))
+		if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		for k := range 2 {
+			if _, err := conn.ExecContext(ctx, "INSERT INTO "+c.table+" (job, due, reason, status, node, err, attempt) VALUES ($1, $2, 0, 0, 'blocker', '', 1)",
+				replicaJob, next.Add(time.Duration(k)*every).UnixNano()); err != nil {
+				t.Fatal(err)
+			}
+			blocked++
+		}
+		time.Sleep(1300 * time.Millisecond)
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	time.Sleep(2 * time.Second)
+	to := c.settled()
+	c.await(from, to)
+	for _, p := range c.procs {
+		c.stop(p)
+	}
+	tl := tallyOf(c.snapshot())
+	tl.checkNoneTwice(t)
+	slots := c.slotsBetween(from, to)
+	timedOut := 0
+	for _, es := range tl.recs {
+		for _, e := range es {
+			if e.status == schedule.Skipped {
+				timedOut++
+			}
+		}
+	}
+	tl.checkOnce(t, slots, func(int64) (schedule.Reason, bool) { return 0, false })
+	c.checkStore(slots)
+	t.Logf("%d slots; %d held by another writer; %d claims timed out (Skipped) and were caught up", len(slots), blocked, timedOut)
+	if timedOut == 0 {
+		t.Error("no claim timed out: the test tests nothing")
+	}
+}
