@@ -20,11 +20,14 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.exec(ctx, s.q.renew, w.job, w.due, w.node, w.attempt, s.opts.lease.Microseconds())
-	if err != nil {
-		return fmt.Errorf("sqlstore: renewing %s at %v: %w", r.Job, r.Due, err)
+	req := newRequest(opRenew, w)
+	if err := s.b.do(ctx, req); err != nil {
+		return err
 	}
-	if n == 0 {
+	if req.err != nil {
+		return fmt.Errorf("sqlstore: renewing %s at %v: %w", r.Job, r.Due, req.err)
+	}
+	if !req.ok {
 		s.release(w)
 		return schedule.ErrLeaseLost
 	}
@@ -58,7 +61,7 @@ func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record,
 	var w row
 	err = s.retry(ctx, func() error {
 		var err error
-		w, err = scanRow(s.db.QueryRowContext(ctx, s.q.reclaim, job, node, s.opts.lease.Microseconds(), start))
+		w, err = scanRow(s.queryRow(ctx, s.q.reclaim, job, node, s.opts.lease.Microseconds(), start))
 		return err
 	})
 	if err == sql.ErrNoRows {

@@ -7,6 +7,9 @@ import (
 
 // queries holds the statements of a Store, for its dialect and table.
 type queries struct {
+	dialect Dialect
+	table   string
+
 	claim, adopt, pruned, unclaim   string
 	expired                         string
 	finish, last, history           string
@@ -92,15 +95,26 @@ ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 var dollarParam = regexp.MustCompile(`\$([0-9]+)`)
 
 func buildQueries(d Dialect, table string) queries {
-	r := strings.NewReplacer("{t}", table, "{now}", nowSQL(d), "{skiplocked}", skipLockedSQL(d))
-	q := func(s string) string {
-		s = r.Replace(s)
-		if d == SQLite {
-			s = dollarParam.ReplaceAllString(s, "?$1")
-		}
-		return s
+	q := queries{dialect: d, table: table}
+	return q.build()
+}
+
+// rewrite replaces {t}, {now} and {skiplocked} in s, and on SQLite spells
+// its parameters ?n.
+func (q queries) rewrite(s string) string {
+	r := strings.NewReplacer("{t}", q.table, "{now}", nowSQL(q.dialect), "{skiplocked}", skipLockedSQL(q.dialect))
+	s = r.Replace(s)
+	if q.dialect == SQLite {
+		s = dollarParam.ReplaceAllString(s, "?$1")
 	}
+	return s
+}
+
+func (qs queries) build() queries {
+	q := qs.rewrite
 	return queries{
+		dialect:    qs.dialect,
+		table:      qs.table,
 		claim:      q(claimSQL),
 		adopt:      q(adoptSQL),
 		expired:    q(expiredSQL),

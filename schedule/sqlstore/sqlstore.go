@@ -71,6 +71,9 @@ type Store struct {
 	q       queries
 
 	finishes atomic.Uint64 // Finish calls, to prune every pruneEvery
+	b        batcher       // the claims, finishes, renewals and prunings of many jobs, sent together
+	bq       batchQueries
+	stats    counters
 
 	// unsure holds the claims made through this Store whose statement
 	// failed: the connection may have broken after the commit, leaving
@@ -142,6 +145,8 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 	}
 	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table),
 		unsure: make(map[slotKey]unsureClaim), held: make(map[slotKey]time.Time)}
+	s.bq = buildBatchQueries(d, o.table)
+	s.b = batcher{exec: s.send, lanes: lanes(db, d), max: maxBatch}
 	if err := s.migrate(ctx); err != nil {
 		if bounded && ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (no answer within %v; New's context had no deadline)", err, newTimeout)

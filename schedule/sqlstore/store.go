@@ -154,7 +154,7 @@ func scanRow(sc scanner) (row, error) {
 func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
 	err := s.retry(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, query, args...)
+		res, err := s.execOnce(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, err
 // exists runs a query that answers one boolean.
 func (s *Store) exists(ctx context.Context, query string, args ...any) (bool, error) {
 	var ok bool
-	err := s.retry(ctx, func() error { return s.db.QueryRowContext(ctx, query, args...).Scan(&ok) })
+	err := s.retry(ctx, func() error { return s.queryRow(ctx, query, args...).Scan(&ok) })
 	return ok, err
 }
 
@@ -176,44 +176,60 @@ func (s *Store) exists(ctx context.Context, query string, args ...any) (bool, er
 // had one that pruning removed. An Attempt below 1 is recorded as 1; Renew
 // and Finish match it the same way.
 //
-// A Claim that ctx ends before it starts returns ctx.Err(). Once started,
-// ctx no longer cuts it short, for up to Lease(): a statement cancelled
-// mid-flight may have committed, and a claim whose caller believes it
-// failed would hold its slot, not run, until its lease expired.
+// Claims of many jobs at once are sent together, a statement for up to
+// a thousand of them (see ClaimQueued). A Claim that ctx ends while it
+// waits for its statement returns ctx.Err(), and claimed nothing. Once its
+// statement is sent, ctx no longer cuts it short, for up to Lease(): a
+// statement cancelled mid-flight may have committed, and a claim whose
+// caller believes it failed would hold its slot, not run, until its lease
+// expired.
 //
 // A Claim that returns an error other than ErrClaimed may still have
 // committed (the connection broke after the commit). The next Claim of
 // that slot through the same Store adopts that claim, if it is still
-// running under the same node and attempt, rather than returning
-// ErrClaimed: a catch-up of the slot runs it at once, instead of a
-// takeover once its lease expired.
+// running under the same node and attempt and the Store does not hold the
+// slot otherwise, rather than returning ErrClaimed: a catch-up of the slot
+// runs it at once, instead of a takeover once its lease expired.
 func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
+	_, err := s.ClaimQueued(ctx, r)
+	return err
+}
+
+// ClaimQueued is Claim, and also returns when the claim's statement was
+// sent: its lease began no earlier. A claim may wait behind the claims of
+// other jobs when many fall due at once; a schedule.Job counts its lease
+// from this time, not from its call.
+func (s *Store) ClaimQueued(ctx context.Context, r schedule.Record) (time.Time, error) {
 	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
-	ctx, cancel, err := settle(ctx, s.opts.lease)
-	if err != nil {
-		return err
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
 	}
-	defer cancel()
-	n, err := s.exec(ctx, s.q.claim, w.job, w.due, w.reason, w.status, w.start, w.end, w.node, w.err, w.attempt,
-		s.opts.lease.Microseconds())
-	if err != nil {
+	req := newRequest(opClaim, w)
+	if err := s.b.do(ctx, req); err != nil {
+		return time.Time{}, err
+	}
+	switch {
+	case req.pruned && req.err != nil:
+		return time.Time{}, fmt.Errorf("sqlstore: withdrawing the claim of %s at %v: %w", r.Job, r.Due, req.err)
+	case req.pruned:
+		return time.Time{}, schedule.ErrClaimed
+	case req.err != nil:
 		s.remember(w)
-		return fmt.Errorf("sqlstore: claiming %s at %v: %w", r.Job, r.Due, err)
-	}
-	if n == 0 {
-		return s.adopt(ctx, r, w)
-	}
-	if s.dialect == PostgreSQL {
-		if err := s.checkPruned(ctx, r, w); err != nil {
-			return err
-		}
+		return time.Time{}, fmt.Errorf("sqlstore: claiming %s at %v: %w", r.Job, r.Due, req.err)
+	case !req.ok:
+		// The slot has a record: maybe an unsure claim of this Store's,
+		// which adopt hands over in a statement of its own.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.lease)
+		defer cancel()
+		since := time.Now()
+		return since, s.adopt(actx, r, w)
 	}
 	s.hold(w)
-	return nil
+	return req.sent, nil
 }
 
 // hold notes that s holds the claim w, alive now: an unsure claim of its
@@ -318,7 +334,7 @@ func (s *Store) adopt(ctx context.Context, r schedule.Record, w row) error {
 // runs one writer at a time: its claim sees the latest watermark.)
 func (s *Store) checkPruned(ctx context.Context, r schedule.Record, w row) error {
 	var k int
-	err := s.db.QueryRowContext(ctx, s.q.pruned, w.job, w.due).Scan(&k)
+	err := s.queryRow(ctx, s.q.pruned, w.job, w.due).Scan(&k)
 	if err != nil {
 		// The claim stands unchecked: its caller does not run it; the
 		// next Claim of the slot through s adopts it, or its lease
@@ -380,9 +396,10 @@ func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
 		return err
 	}
 	if s.finishes.Add(1)%pruneEvery == 0 {
-		// Pruning is housekeeping: the outcome is recorded, and the
-		// next pruning retries what this one could not do.
-		_, _ = s.Prune(ctx, r.Job)
+		// Pruning is housekeeping, done in the background, in batches
+		// of jobs: the outcome is recorded, and the next pruning retries
+		// what this one could not do.
+		s.b.post(&request{op: opPrune, w: row{job: w.job}})
 	}
 	return nil
 }
@@ -400,11 +417,14 @@ func settle(ctx context.Context, d time.Duration) (context.Context, context.Canc
 
 // finish makes one attempt at Finish.
 func (s *Store) finish(ctx context.Context, r schedule.Record, w row) error {
-	n, err := s.exec(ctx, s.q.finish, w.job, w.due, w.node, w.attempt, w.reason, w.status, w.start, w.end, w.err)
-	if err != nil {
-		return fmt.Errorf("sqlstore: finishing %s at %v: %w", r.Job, r.Due, err)
+	req := newRequest(opFinish, w)
+	if err := s.b.do(ctx, req); err != nil {
+		return err
 	}
-	if n > 0 {
+	if req.err != nil {
+		return fmt.Errorf("sqlstore: finishing %s at %v: %w", r.Job, r.Due, req.err)
+	}
+	if req.ok {
 		return nil
 	}
 	switch err := s.Claim(ctx, r); {
@@ -423,7 +443,7 @@ func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
 	var w row
 	err := s.retry(ctx, func() error {
 		var err error
-		w, err = scanRow(s.db.QueryRowContext(ctx, s.q.last, job))
+		w, err = scanRow(s.queryRow(ctx, s.q.last, job))
 		return err
 	})
 	if err == sql.ErrNoRows {
@@ -448,7 +468,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.
 	var recs []schedule.Record
 	err := s.retry(ctx, func() error {
 		recs = recs[:0]
-		rows, err := s.db.QueryContext(ctx, s.q.history, job, limit)
+		rows, err := s.queryRows(ctx, s.q.history, job, limit)
 		if err != nil {
 			return err
 		}
@@ -478,7 +498,7 @@ func (s *Store) Prune(ctx context.Context, job string) (int64, error) {
 	keepOK, keepOther := s.opts.succeeded, s.opts.failed
 	var mark sql.NullInt64
 	err := s.retry(ctx, func() error {
-		return s.db.QueryRowContext(ctx, s.q.pruneMark, job, keepOK, keepOther).Scan(&mark)
+		return s.queryRow(ctx, s.q.pruneMark, job, keepOK, keepOther).Scan(&mark)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)

@@ -1,0 +1,181 @@
+package sqlstore
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The statements of a batch take its records as one JSON array in $1,
+// which each dialect reads as a table b of typed columns: j job, d due,
+// r reason, st status, s start_ns, e end_ns, n node, x err, a attempt.
+// One parameter, whatever the size of the batch, and no driver-specific
+// array type: any driver passes a string.
+
+// recordsSQL is the table b of the JSON records in $1.
+func recordsSQL(d Dialect) string {
+	if d == PostgreSQL {
+		return `json_to_recordset(CAST($1 AS json)) AS b(j text, d bigint, r smallint, st smallint, s bigint, e bigint, n text, x text, a integer)`
+	}
+	return `(SELECT value->>'j' AS j, value->>'d' AS d, value->>'r' AS r, value->>'st' AS st, value->>'s' AS s,
+	value->>'e' AS e, value->>'n' AS n, value->>'x' AS x, value->>'a' AS a FROM json_each($1)) AS b`
+}
+
+// jobsSQL is the distinct job names of the JSON array of strings in $1.
+func jobsSQL(d Dialect) string {
+	if d == PostgreSQL {
+		return `SELECT DISTINCT j FROM json_array_elements_text(CAST($1 AS json)) AS x(j)`
+	}
+	return `SELECT DISTINCT value FROM json_each($1)`
+}
+
+// batchQueries holds the statements of batches, for a dialect and table.
+type batchQueries struct {
+	claim, pruned, finish, renew string
+	pruneWater, pruneDel         string
+}
+
+// The batch statements, with {b} for the records of $1, {jobs} for the job
+// names of $1, and {t} and {now} as in the single statements.
+const (
+	// claimBatchSQL inserts the records whose slots have none, unless
+	// pruning passed them, and returns the slots it claimed. $2 is the
+	// lease in microseconds.
+	claimBatchSQL = `INSERT INTO {t} (` + columns + `, lease_until)
+SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a, {now} + CAST($2 AS BIGINT) FROM {b}
+WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
+ON CONFLICT (job, due) DO NOTHING
+RETURNING job, due`
+
+	// prunedBatchSQL returns the slots of $1 that pruning passed (see
+	// Store.checkPruned).
+	prunedBatchSQL = `SELECT b.j, b.d FROM {b} JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d`
+
+	// finishBatchSQL writes the outcomes of the claims (node, attempt) of
+	// the records, and returns the slots it matched.
+	finishBatchSQL = `UPDATE {t} SET reason = b.r, status = b.st, start_ns = b.s, end_ns = b.e, err = b.x, lease_until = NULL
+FROM {b} WHERE {t}.job = b.j AND {t}.due = b.d AND {t}.node = b.n AND {t}.attempt = b.a
+RETURNING job, due`
+
+	// renewBatchSQL extends the leases of the running claims (node,
+	// attempt) of the records by $2 microseconds, and returns the slots it
+	// matched.
+	renewBatchSQL = `UPDATE {t} SET lease_until = {now} + CAST($2 AS BIGINT)
+FROM {b} WHERE {t}.job = b.j AND {t}.due = b.d AND {t}.node = b.n AND {t}.attempt = b.a AND {t}.status = 0
+RETURNING job, due`
+
+	// doomedManySQL is doomedSQL for every job of $1: the finished records
+	// past the counts kept ($2 succeeded, $3 others), but never a job's
+	// last record.
+	doomedManySQL = `SELECT r.job, r.due FROM (
+	SELECT job, due, status, ROW_NUMBER() OVER (
+		PARTITION BY job, CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
+	FROM {t} WHERE job IN ({jobs}) AND status <> 0) r
+WHERE ((r.status = 1 AND r.rn > $2) OR (r.status <> 1 AND r.rn > $3))
+	AND r.due < (SELECT MAX(m.due) FROM {t} m WHERE m.job = r.job)`
+
+	// pruneWaterBatchSQL raises the watermark of each job of $1 to the
+	// newest record it dooms, before pruneDelBatchSQL deletes them, as
+	// pruneWaterSQL does for one job.
+	pruneWaterBatchSQL = `INSERT INTO {t}_jobs (job, pruned_until)
+SELECT job, MAX(due) FROM (` + doomedManySQL + `) d WHERE true GROUP BY job
+ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
+	WHEN excluded.pruned_until > {t}_jobs.pruned_until THEN excluded.pruned_until
+	ELSE {t}_jobs.pruned_until END`
+
+	// pruneDelBatchSQL deletes the doomed records of the jobs of $1 that
+	// their watermark has passed: a record finished since the watermark
+	// was raised stays.
+	pruneDelBatchSQL = `DELETE FROM {t} WHERE status <> 0
+	AND EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = {t}.job AND w.pruned_until >= {t}.due)
+	AND (job, due) IN (SELECT job, due FROM (` + doomedManySQL + `) d)`
+)
+
+func buildBatchQueries(d Dialect, table string) batchQueries {
+	r := strings.NewReplacer("{b}", recordsSQL(d), "{jobs}", jobsSQL(d))
+	single := buildQueries(d, table) // for its replacements of {t} and {now}, and $n on SQLite
+	q := func(s string) string { return single.rewrite(r.Replace(s)) }
+	return batchQueries{
+		claim:      q(claimBatchSQL),
+		pruned:     q(prunedBatchSQL),
+		finish:     q(finishBatchSQL),
+		renew:      q(renewBatchSQL),
+		pruneWater: q(pruneWaterBatchSQL),
+		pruneDel:   q(pruneDelBatchSQL),
+	}
+}
+
+// appendRecords appends the JSON array of the records of rs to buf.
+func appendRecords(buf []byte, rs []*request) []byte {
+	buf = append(buf, '[')
+	for i, r := range rs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		w := &r.w
+		buf = append(buf, `{"j":`...)
+		buf = appendJSONString(buf, w.job)
+		buf = append(buf, `,"d":`...)
+		buf = strconv.AppendInt(buf, w.due, 10)
+		buf = append(buf, `,"r":`...)
+		buf = strconv.AppendInt(buf, w.reason, 10)
+		buf = append(buf, `,"st":`...)
+		buf = strconv.AppendInt(buf, w.status, 10)
+		buf = append(buf, `,"s":`...)
+		buf = appendNullInt(buf, w.start.Int64, w.start.Valid)
+		buf = append(buf, `,"e":`...)
+		buf = appendNullInt(buf, w.end.Int64, w.end.Valid)
+		buf = append(buf, `,"n":`...)
+		buf = appendJSONString(buf, w.node)
+		buf = append(buf, `,"x":`...)
+		buf = appendJSONString(buf, w.err)
+		buf = append(buf, `,"a":`...)
+		buf = strconv.AppendInt(buf, w.attempt, 10)
+		buf = append(buf, '}')
+	}
+	return append(buf, ']')
+}
+
+// appendJobs appends the JSON array of the jobs of rs to buf.
+func appendJobs(buf []byte, rs []*request) []byte {
+	buf = append(buf, '[')
+	for i, r := range rs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, r.w.job)
+	}
+	return append(buf, ']')
+}
+
+func appendNullInt(buf []byte, v int64, valid bool) []byte {
+	if !valid {
+		return append(buf, "null"...)
+	}
+	return strconv.AppendInt(buf, v, 10)
+}
+
+// appendJSONString appends s, valid UTF-8 without NUL (toRow checked or
+// made it so), as a JSON string.
+func appendJSONString(buf []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	buf = append(buf, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			buf = append(buf, '\\', c)
+		case c < 0x20:
+			buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+		default:
+			_, n := utf8.DecodeRuneInString(s[i:])
+			buf = append(buf, s[i:i+n]...)
+			i += n
+			continue
+		}
+		i++
+	}
+	return append(buf, '"')
+}
