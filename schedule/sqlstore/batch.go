@@ -44,7 +44,7 @@ type request struct {
 	gone   bool        // withdrawn while queued; guarded by the batcher's mu
 
 	// Set by the batch's statement, read once wake says done.
-	err  error
+	err    error
 	ok     bool      // claim: won; finish, renew: matched its claim
 	pruned bool      // claim: won, then withdrawn, as pruning had passed its slot
 	sent   time.Time // when the statement was sent
