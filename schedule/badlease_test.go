@@ -117,3 +117,50 @@ func TestHungRenewGivesTheRunUpOnTime(t *testing.T) {
 		time.Sleep(5 * time.Minute)
 	})
 }
+
+// slowFinishStore is a leaseStore whose Finish waits, as a Finish queued
+// behind the calls of other jobs does, before it records the outcome.
+type slowFinishStore struct {
+	*leaseStore
+	wait time.Duration
+}
+
+func (s *slowFinishStore) Finish(ctx context.Context, r schedule.Record) error {
+	time.Sleep(s.wait)
+	return s.leaseStore.Finish(ctx, r)
+}
+
+// A run's lease is renewed while its Finish waits: a Finish that took two
+// leases to land let the lease expire, and another replica took the slot
+// over and ran it again.
+func TestLeaseRenewedWhileFinishWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &slowFinishStore{leaseStore: newLeaseStore(9 * time.Second), wait: 20 * time.Second}
+		var mu sync.Mutex
+		starts := map[time.Time]int{}
+		f := func(ctx context.Context, r schedule.Run) error {
+			mu.Lock()
+			starts[r.Due]++
+			mu.Unlock()
+			time.Sleep(time.Second)
+			return nil
+		}
+		var jobs []*schedule.Job
+		for _, node := range []string{"a", "b"} {
+			j := schedule.NewJob("j", schedule.Every(10*time.Second), f, schedule.WithStore(store), schedule.WithNode(node),
+				schedule.WithOverlap(schedule.OverlapAllow))
+			start(t, j)
+			jobs = append(jobs, j)
+		}
+		time.Sleep(time.Minute)
+		for _, j := range jobs {
+			stop(t, j)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for due, n := range starts {
+			assert.Equal(t, 1, n, "slot %s ran %d times", since(due), n)
+		}
+		assert.NotEmpty(t, starts)
+	})
+}

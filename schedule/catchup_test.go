@@ -42,7 +42,7 @@ func TestLeaseLostInACatchUpCancelsTheSlotAfterIt(t *testing.T) {
 		store := &downLeaseStore{leaseStore: newLeaseStore(9 * time.Second)}
 		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(5*time.Second),
 			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithMisfire(schedule.MisfireRunAll),
-			schedule.WithObserver(l.observe))
+			schedule.WithObserver(l.observe), schedule.WithClaimRetry(0))
 		start(t, j)
 		time.Sleep(15 * time.Second)
 		store.down.Store(true)
@@ -174,7 +174,7 @@ func TestReplaceDuringACatchUpKeepsTheOwedSlots(t *testing.T) {
 		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
 		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(6*time.Second),
 			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll),
-			schedule.WithOverlap(schedule.OverlapReplace), schedule.WithObserver(l.observe))
+			schedule.WithOverlap(schedule.OverlapReplace), schedule.WithObserver(l.observe), schedule.WithClaimRetry(0))
 		start(t, j)
 		time.Sleep(15 * time.Second)
 		store.setDown(true)

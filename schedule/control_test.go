@@ -232,7 +232,7 @@ func TestStoreErrorSkipsTheRun(t *testing.T) {
 		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(10)}
 		ran := 0
 		j := schedule.NewJob("j", schedule.Every(10*time.Second), func(context.Context, schedule.Run) error { ran++; return nil },
-			schedule.WithStore(store), schedule.WithObserver(l.observe))
+			schedule.WithStore(store), schedule.WithObserver(l.observe), schedule.WithClaimRetry(0))
 		start(t, j)
 		time.Sleep(15 * time.Second)
 		store.setDown(true)

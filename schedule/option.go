@@ -99,6 +99,7 @@ type config struct {
 	catchUp     int
 	grace       time.Duration
 	timeout     time.Duration
+	retry       time.Duration // WithClaimRetry's, or -1: the default
 	store       Store
 	lease       LeaseStore // store, if it is a LeaseStore
 	node        string
@@ -111,13 +112,13 @@ const (
 	defaultCatchUp = 100
 )
 
-var defaultConfig = &config{grace: defaultGrace, catchUp: defaultCatchUp}
+var defaultConfig = &config{grace: defaultGrace, catchUp: defaultCatchUp, retry: -1}
 
 // isDefault reports whether c, its Scheduler aside, is defaultConfig.
 func (c *config) isDefault() bool {
 	d := defaultConfig
 	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
-		c.catchUp == d.catchUp && c.grace == d.grace && c.timeout == d.timeout &&
+		c.catchUp == d.catchUp && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
 		c.store == nil && c.node == "" && c.observer == nil
 }
 
@@ -214,6 +215,19 @@ func WithScheduler(s circulation.Scheduler) Option {
 // the default, or a negative d means no bound.
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.timeout = max(d, 0) })
+}
+
+// WithClaimRetry bounds how long a claim that fails with a store error is
+// tried again: for up to d after its slot's due time, with a growing pause
+// (50ms, doubling up to 5s). A store that is slow or busy for a moment then
+// delays the run instead of skipping it. By default, a claim is tried again
+// until three quarters of the way to the slot's next one, so that the next
+// slot finds the job free, and under MisfireSkip within the grace period;
+// a Manual run within the grace period. With d = 0, a failed claim is not
+// tried again: its slot is reported Skipped, and owed as after a store
+// outage (see Misfire). A negative d means zero.
+func WithClaimRetry(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.retry = max(d, 0) })
 }
 
 // WithNode sets Record.Node, the name of this replica in the records

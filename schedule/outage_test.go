@@ -15,10 +15,12 @@ import (
 )
 
 // startRunAll starts a job "j" on store, under MisfireRunAll, whose 1s
-// runs fall due every 10s, with l as its Observer.
+// runs fall due every 10s, with l as its Observer. A claim that fails is
+// not tried again (WithClaimRetry(0)): its slot is owed at once, which is
+// what these tests are about.
 func startRunAll(t *testing.T, l *journal, store schedule.Store, opts ...schedule.Option) *schedule.Job {
 	opts = append([]schedule.Option{schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll),
-		schedule.WithObserver(l.observe)}, opts...)
+		schedule.WithObserver(l.observe), schedule.WithClaimRetry(0)}, opts...)
 	j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second), opts...)
 	start(t, j)
 	return j

@@ -71,7 +71,7 @@ func TestStoreOutageFollowsTheMisfirePolicy(t *testing.T) {
 				for i := range tc.replicas {
 					j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
 						schedule.WithStore(store), schedule.WithMisfire(tc.misfire),
-						schedule.WithNode(fmt.Sprint(i)), schedule.WithObserver(l.observe))
+						schedule.WithNode(fmt.Sprint(i)), schedule.WithObserver(l.observe), schedule.WithClaimRetry(0))
 					start(t, j)
 					jobs = append(jobs, j)
 				}

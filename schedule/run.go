@@ -478,6 +478,12 @@ func (j *Job) wait(ctx context.Context) error {
 // Skipped unless retry says that it was before, when its claim first
 // failed.
 //
+// A claim that fails is tried again, after a growing pause, while the slot
+// is worth running (worthRetrying): a store that is slow or busy for a
+// moment delays the run, and only one that fails for longer makes an
+// outage. Each try first catches up what an outage left owed, so that the
+// owed slots still run before this one.
+//
 // Each step is a call of its own, so that the Func runs on a stack that
 // holds no Record: most Funcs then run without growing their goroutine's
 // first stack.
@@ -485,21 +491,38 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 	if h := p.claim; h != nil {
 		p.start = time.Now().Round(0)
 		p.run.Reason, p.run.Attempt = Recovered, h.rec.Attempt
-	} else {
+		j.run(ctx, cancel, x, p)
+		return true
+	}
+	for pause := time.Duration(0); ; {
 		// A job on a Store of its own never owes a slot: its Last never
 		// fails, and its claims fail only under MisfireRunAll's limit.
 		if p.run.Reason == Scheduled && j.cfg.store != nil && !j.catchUp(ctx, x, &p.run) {
 			return true
 		}
-		switch j.claim(ctx, x, p, retry) {
-		case claimTaken:
+		switch err := j.claim(ctx, x, p); {
+		case err == nil:
+			j.run(ctx, cancel, x, p)
 			return true
-		case claimFailed:
+		case errors.Is(err, ErrClaimed) && p.run.Reason != Manual:
+			return true // the slot is another replica's, which records it
+		case !errors.Is(err, ErrClaimed) && ctx.Err() == nil:
+			if pause = retryPause(pause); j.worthRetrying(&p.run, pause) && sleep(ctx, pause) {
+				continue
+			}
+			// A claim that works again does not end the outage: the
+			// slots whose claims failed are still owed (recoverOutage).
+			x.owe(j, &p.run)
+			fallthrough
+		default:
+			if !retry {
+				// A Manual run's Due is its own: another one's claim is
+				// not its run.
+				j.claimSkipped(ctx, &p.run, err)
+			}
 			return false
 		}
 	}
-	j.run(ctx, cancel, x, p)
-	return true
 }
 
 // catchUp runs the slots a store outage made the job miss, before the
@@ -527,46 +550,22 @@ func (j *Job) catchUp(ctx context.Context, x *active, r *Run) bool {
 	return false
 }
 
-// claimResult is what a claim found.
-type claimResult uint8
-
-const (
-	claimOK     claimResult = iota // the slot is the job's to run
-	claimTaken                     // another replica claimed it (ErrClaimed)
-	claimFailed                    // the store failed: the slot is owed
-)
-
 // claim claims the slot of p in the job's store, setting p.start, and
-// returns what it found. A failed claim is reported Skipped unless retry
-// (see execute).
+// returns the store's error.
 //
 //go:noinline
-func (j *Job) claim(ctx context.Context, x *active, p *pending, retry bool) claimResult {
-	r := &p.run
+func (j *Job) claim(ctx context.Context, x *active, p *pending) error {
 	p.start = time.Now().Round(0)
-	start := p.start
 	var err error
 	if m, ok := x.store.(*MemoryStore); ok {
-		err = m.claimRun(r, start, j.cfg.nodeName())
+		err = m.claimRun(&p.run, p.start, j.cfg.nodeName())
 	} else {
-		err = j.claimIn(ctx, x.store, r, start)
+		err = j.claimIn(ctx, x.store, p)
 	}
-	// A claim that works again does not end the outage: the slots whose
-	// claims failed are still owed (recoverOutage).
-	if err != nil && !errors.Is(err, ErrClaimed) && ctx.Err() == nil {
-		x.owe(j, r)
+	if err == nil {
+		p.run.Attempt = 1
 	}
-	switch {
-	case err == nil:
-		r.Attempt = 1
-		return claimOK
-	case errors.Is(err, ErrClaimed) && r.Reason != Manual:
-		return claimTaken // the slot is another replica's, which records it
-	case !retry:
-		// A Manual run's Due is its own: another one's claim is not its run.
-		j.claimSkipped(ctx, r, err)
-	}
-	return claimFailed
+	return err
 }
 
 // owe records that the slot of r is owed: its claim failed, or the
@@ -584,12 +583,75 @@ func (x *active) owe(j *Job, r *Run) {
 	j.mu.Unlock()
 }
 
-// claimIn claims the slot of r, a claim that started at start, in s.
+// claimIn claims the slot of p, a claim that started at p.start, in s.
+// On a QueuedStore, p.start becomes the time the claim left the store's
+// queue: its lease began then.
 //
 //go:noinline
-func (j *Job) claimIn(ctx context.Context, s Store, r *Run, start time.Time) error {
-	return s.Claim(ctx, Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
-		Start: start, Node: j.cfg.nodeName(), Attempt: 1})
+func (j *Job) claimIn(ctx context.Context, s Store, p *pending) error {
+	r := &p.run
+	rec := Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
+		Start: p.start, Node: j.cfg.nodeName(), Attempt: 1}
+	if q, ok := s.(QueuedStore); ok {
+		sent, err := q.ClaimQueued(ctx, rec)
+		if err == nil && sent.After(p.start) {
+			p.start = sent.Round(0)
+		}
+		return err
+	}
+	return s.Claim(ctx, rec)
+}
+
+// Claims that fail are tried again after a pause that starts at
+// firstRetry and doubles up to maxRetry.
+const (
+	firstRetry = 50 * time.Millisecond
+	maxRetry   = 5 * time.Second
+)
+
+// retryPause returns the pause after pause.
+func retryPause(pause time.Duration) time.Duration {
+	return min(max(2*pause, firstRetry), maxRetry)
+}
+
+// worthRetrying reports whether the slot of r is still worth claiming
+// after a further pause (see WithClaimRetry): by default, a failed claim
+// is tried again while its slot has the first three quarters of its
+// period, up to the next slot, to go, so that the next slot finds the job
+// free; under MisfireSkip, only within the grace period, after which the
+// slot is missed. A Manual run is tried within the grace period; a
+// catch-up of an outage's owed slots stops at its first failure
+// (recoverOutage).
+func (j *Job) worthRetrying(r *Run, pause time.Duration) bool {
+	at := time.Now().Add(pause)
+	if r.Reason == CatchUp {
+		return false
+	}
+	if d := j.cfg.retry; d >= 0 {
+		return at.Before(r.Due.Add(d))
+	}
+	limit := r.Due.Add(j.cfg.grace)
+	if r.Reason == Scheduled && j.cfg.misfire != MisfireSkip {
+		j.mu.Lock()
+		n := next(j.sched, r.Due)
+		j.mu.Unlock()
+		if !n.IsZero() {
+			limit = r.Due.Add(n.Sub(r.Due) / 4 * 3)
+		}
+	}
+	return at.Before(limit)
+}
+
+// sleep waits for d, and reports false if ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // claimSkipped reports the slot of r Skipped, its claim having failed with
@@ -653,9 +715,6 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	if testHookReturned != nil {
 		testHookReturned()
 	}
-	if renew != nil {
-		j.stopRenewal(x, renew) // no renewal after Finish
-	}
 	// A lease given up since, even after the Func returned, decides: the
 	// slot is taken over and run again, so this run is not its outcome.
 	if lost := context.Cause(ctx); errors.Is(lost, ErrLeaseNotRenewed) {
@@ -664,7 +723,10 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	end := time.Now().Round(0)
 	status, msg := outcome(cause, runErr, j.cfg.timeout, err)
 	// A run that gave up its lease leaves the claim to expire, so that the
-	// slot is taken over and run again; any other outcome is recorded.
+	// slot is taken over and run again; any other outcome is recorded. The
+	// lease is renewed until it is: a Finish that waits behind the calls
+	// of other jobs does not let it expire, and a renewal that comes after
+	// the Finish is refused by the store (the claim is no longer running).
 	if !errors.Is(cause, ErrLeaseNotRenewed) {
 		var ferr error
 		if m, ok := x.store.(*MemoryStore); ok && p.claim == nil {
@@ -675,6 +737,9 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 		if ferr != nil {
 			msg = joinErr(msg, "schedule: finish: "+ferr.Error())
 		}
+	}
+	if renew != nil {
+		j.stopRenewal(x, renew)
 	}
 	if f := j.cfg.observer; f != nil {
 		if p.inline {

@@ -85,6 +85,18 @@ type JobChecker interface {
 	CheckJob(name string) error
 }
 
+// A QueuedStore is a LeaseStore whose claims may wait in a queue, behind
+// those of other jobs, before they reach the store, as a store that sends
+// many jobs' claims in one statement does. A claim's lease then begins when
+// it leaves the queue, not when Claim is called: a Job on a QueuedStore
+// counts its lease, and its run's Record.Start, from then.
+type QueuedStore interface {
+	LeaseStore
+	// ClaimQueued is Claim, and also returns when the claim left the
+	// queue: its lease began no earlier.
+	ClaimQueued(ctx context.Context, r Record) (time.Time, error)
+}
+
 // A LeaseStore is a Store whose claims hold a lease: a claim whose lease
 // is not renewed in time, by the store's clock, expires, and another node
 // may take the slot over with Reclaim. A Job on a LeaseStore renews the
