@@ -86,6 +86,11 @@ func NewJob(name string, s Schedule, f Func, opts ...Option) *Job {
 	for _, o := range opts {
 		o.apply(&c)
 	}
+	if !c.limitSet {
+		if l, ok := c.store.(limited); ok {
+			c.limit = l.RunLimit()
+		}
+	}
 	j := &Job{name: name, f: f, sched: s, cfg: defaultConfig, w: watchFor(c.sched)}
 	if !c.isDefault() {
 		j.cfg = &c
@@ -416,6 +421,7 @@ func (j *Job) Stop(ctx context.Context) error {
 	x := j.x
 	if x != nil {
 		obs = j.dropQueueLocked(errStopped)
+		obs = append(obs, j.dropWaitingLocked(errStopped)...)
 	}
 	j.mu.Unlock()
 	j.w.sync(j)

@@ -100,6 +100,8 @@ type config struct {
 	grace       time.Duration
 	timeout     time.Duration
 	retry       time.Duration // WithClaimRetry's, or -1: the default
+	limit       *RunLimit
+	limitSet    bool // WithRunLimit was given
 	store       Store
 	lease       LeaseStore // store, if it is a LeaseStore
 	node        string
@@ -119,7 +121,7 @@ func (c *config) isDefault() bool {
 	d := defaultConfig
 	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
 		c.catchUp == d.catchUp && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
-		c.store == nil && c.node == "" && c.observer == nil
+		c.store == nil && c.node == "" && c.observer == nil && c.limit == nil && !c.limitSet
 }
 
 // defaultNode is the default Record.Node: the host name and the process id.
@@ -228,6 +230,15 @@ func WithTimeout(d time.Duration) Option {
 // outage (see Misfire). A negative d means zero.
 func WithClaimRetry(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.retry = max(d, 0) })
+}
+
+// WithRunLimit makes the job's runs count against l, shared with the other
+// jobs given l: at most its limit of runs are in flight at once, and the
+// others wait their turn (see RunLimit). By default a job shares its
+// Store's RunLimit, if the Store has one, and has no limit otherwise; a
+// nil l means no limit, whatever the Store.
+func WithRunLimit(l *RunLimit) Option {
+	return optionFunc(func(c *config) { c.limit, c.limitSet = l, true })
 }
 
 // WithNode sets Record.Node, the name of this replica in the records

@@ -33,6 +33,7 @@ type active struct {
 	look   bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
 
 	hung     []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
+	waiting  []*waiting             // runners waiting for their turn in the job's RunLimit
 	catchUps []time.Time            // the owed slots being caught up now
 }
 
@@ -218,13 +219,13 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 			return obs
 		}
 		x.runners++
-		go j.runner(slices.Clone(runs)) // runs is the caller's: a RunNow's stays on its stack
+		j.spawnLocked(x, slices.Clone(runs), false) // runs is the caller's: a RunNow's stays on its stack
 		return obs
 	}
 	if x.runners == 0 {
 		x.queue = append(x.queue, runs...)
 		x.runners = 1
-		go j.runner(nil)
+		j.spawnLocked(x, nil, false)
 		return obs
 	}
 	switch c.overlap {
@@ -253,6 +254,55 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		obs = append(obs, j.dropQueueLocked(errReplaced)...)
 		x.queue = append(x.queue, runs...)
 	}
+	return obs
+}
+
+// spawnLocked starts a runner for batch, and then the job's queue, under
+// the job's RunLimit if it has one: the runner may wait its turn. now says
+// it may not wait (a claim taken over holds a lease). The caller holds
+// j.mu and has counted the runner in x.runners.
+func (j *Job) spawnLocked(x *active, batch []pending, now bool) {
+	l := j.cfg.limit
+	if l == nil {
+		go j.runner(batch)
+		return
+	}
+	if w := l.enter(j, batch, now); w != nil {
+		x.waiting = append(x.waiting, w)
+	}
+}
+
+// started notes that the RunLimit started the runner w of j's.
+func (j *Job) started(w *waiting) {
+	j.mu.Lock()
+	if x := j.x; x != nil {
+		if i := slices.Index(x.waiting, w); i >= 0 {
+			x.waiting = slices.Delete(x.waiting, i, i+1)
+		}
+	}
+	j.mu.Unlock()
+}
+
+// dropWaitingLocked takes the job's runners that wait for their turn in
+// its RunLimit out of it, and returns the records of their runs, which
+// will not run. The caller holds j.mu.
+func (j *Job) dropWaitingLocked(why error) []Record {
+	x := j.x
+	if x == nil || len(x.waiting) == 0 {
+		return nil
+	}
+	var obs []Record
+	for _, w := range x.waiting {
+		if !j.cfg.limit.drop(w) {
+			continue // started meanwhile: it finds the job stopped
+		}
+		x.runners--
+		for _, p := range w.batch {
+			obs = append(obs, j.drop(p, why))
+		}
+	}
+	x.waiting = x.waiting[:0]
+	j.quietLocked()
 	return obs
 }
 
@@ -1062,7 +1112,7 @@ func (j *Job) reclaimTick(ctx context.Context) (time.Duration, bool) {
 		started := j.state == jobStarted && !j.paused()
 		if started && j.freeLocked(x) {
 			x.runners++
-			go j.runner([]pending{p})
+			j.spawnLocked(x, []pending{p}, true)
 		} else if started {
 			x.look = true
 		}

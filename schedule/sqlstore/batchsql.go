@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -44,6 +46,7 @@ const (
 	claimBatchSQL = `INSERT INTO {t} (` + columns + `, lease_until)
 SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a, {now} + CAST($2 AS BIGINT) FROM {b}
 WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
+ORDER BY b.j, b.d
 ON CONFLICT (job, due) DO NOTHING
 RETURNING job, due`
 
@@ -103,6 +106,19 @@ func buildBatchQueries(d Dialect, table string) batchQueries {
 		pruneWater: q(pruneWaterBatchSQL),
 		pruneDel:   q(pruneDelBatchSQL),
 	}
+}
+
+// sortRequests sorts rs by slot, so that the statements of several
+// Stores, in one process or many, take the locks of the slots they share
+// in the same order, and none waits for another that waits for it (a
+// deadlock that PostgreSQL breaks by failing one of them).
+func sortRequests(rs []*request) {
+	slices.SortFunc(rs, func(a, b *request) int {
+		if c := strings.Compare(a.w.job, b.w.job); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.w.due, b.w.due)
+	})
 }
 
 // appendRecords appends the JSON array of the records of rs to buf.

@@ -13,6 +13,7 @@ type options struct {
 	lease     time.Duration
 	succeeded int // Succeeded records kept per job
 	failed    int // other finished records kept per job
+	runs      int // WithRunLimit's
 }
 
 func defaultOptions() options {
@@ -21,6 +22,7 @@ func defaultOptions() options {
 		lease:     30 * time.Second,
 		succeeded: 3,
 		failed:    1,
+		runs:      DefaultRunLimit,
 	}
 }
 
@@ -30,6 +32,9 @@ func (o *options) validate() error {
 	}
 	if o.lease < 100*time.Millisecond || o.lease > 24*time.Hour {
 		return fmt.Errorf("sqlstore: WithLease(%v): want between 100ms and 24h", o.lease)
+	}
+	if o.runs < 1 {
+		return fmt.Errorf("sqlstore: WithRunLimit(%d): want at least 1", o.runs)
 	}
 	if o.succeeded < 1 || o.failed < 0 {
 		return fmt.Errorf("sqlstore: WithHistory(%d, %d): want succeeded >= 1 and failed >= 0", o.succeeded, o.failed)
@@ -79,4 +84,20 @@ func WithLease(d time.Duration) Option {
 // every 16th Finish, and on Prune.
 func WithHistory(succeeded, failed int) Option {
 	return optionFunc(func(o *options) { o.succeeded, o.failed = succeeded, failed })
+}
+
+// DefaultRunLimit is the runs in flight that the jobs on a Store share by
+// default (see WithRunLimit).
+const DefaultRunLimit = 4096
+
+// WithRunLimit sets how many runs of the jobs on the Store, in this
+// process, are in flight at once, DefaultRunLimit by default: the Store's
+// RunLimit, which a schedule.Job on it shares unless given another with
+// schedule.WithRunLimit. A run counts from its claim to its outcome's
+// record; runs over the limit wait their turn, holding no goroutine. A
+// herd of jobs due at once then makes at most n claims in flight, which
+// the Store sends a thousand to a statement, instead of a goroutine and a
+// wait for a connection each.
+func WithRunLimit(n int) Option {
+	return optionFunc(func(o *options) { o.runs = n })
 }

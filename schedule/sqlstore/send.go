@@ -19,6 +19,9 @@ func (s *Store) send(bt *batch) {
 		r.sent = sent
 	}
 	s.stats.add(bt)
+	if len(bt.reqs) > 1 && bt.op != opPrune {
+		sortRequests(bt.reqs)
+	}
 	var err error
 	switch bt.op {
 	case opClaim:

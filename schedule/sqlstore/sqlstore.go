@@ -72,6 +72,7 @@ type Store struct {
 
 	finishes atomic.Uint64 // Finish calls, to prune every pruneEvery
 	b        batcher       // the claims, finishes, renewals and prunings of many jobs, sent together
+	limit    *schedule.RunLimit
 	bq       batchQueries
 	stats    counters
 
@@ -147,6 +148,7 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 		unsure: make(map[slotKey]unsureClaim), held: make(map[slotKey]time.Time)}
 	s.bq = buildBatchQueries(d, o.table)
 	s.b = batcher{exec: s.send, lanes: lanes(db, d), max: maxBatch}
+	s.limit = schedule.NewRunLimit(o.runs)
 	if err := s.migrate(ctx); err != nil {
 		if bounded && ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (no answer within %v; New's context had no deadline)", err, newTimeout)
@@ -169,6 +171,10 @@ func (s *Store) mustBeMade() {
 		panic("sqlstore: Store not made by New")
 	}
 }
+
+// RunLimit returns the RunLimit that the jobs on s share by default
+// (WithRunLimit).
+func (s *Store) RunLimit() *schedule.RunLimit { return s.limit }
 
 // Lease returns the length of a claim's lease (WithLease).
 func (s *Store) Lease() time.Duration { return s.opts.lease }

@@ -1,0 +1,106 @@
+package schedule_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// A hundred jobs due at once on a RunLimit of 5 run 5 at a time, in the
+// order their slots were handed out, each once; the others wait holding
+// no goroutine.
+func TestRunLimitBoundsTheRunsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := schedule.NewRunLimit(5)
+		var mu sync.Mutex
+		flying, most, ran := 0, 0, 0
+		f := func(ctx context.Context, r schedule.Run) error {
+			mu.Lock()
+			flying++
+			most = max(most, flying)
+			ran++
+			mu.Unlock()
+			time.Sleep(time.Second)
+			mu.Lock()
+			flying--
+			mu.Unlock()
+			return nil
+		}
+		var jobs []*schedule.Job
+		for i := range 100 {
+			j := schedule.NewJob(fmt.Sprint("j", i), schedule.Every(time.Hour), f, schedule.WithRunLimit(lim))
+			start(t, j)
+			jobs = append(jobs, j)
+		}
+		time.Sleep(time.Hour + time.Second/2)
+		synctest.Wait()
+		assert.Equal(t, 5, lim.Running())
+		assert.Equal(t, 95, lim.Waiting())
+		goroutines := runtime.NumGoroutine()
+		assert.Less(t, goroutines, 40, "the runs waiting hold no goroutine")
+		time.Sleep(30 * time.Second)
+		for _, j := range jobs {
+			stop(t, j)
+		}
+		assert.Equal(t, 5, most)
+		assert.Equal(t, 100, ran)
+		assert.Zero(t, lim.Running())
+		assert.Zero(t, lim.Waiting())
+	})
+}
+
+// A job stopped while its run waits for its turn stops at once: the run
+// is Skipped and never starts, and the limit goes on with the others. To
+// the overlap policy, a run that waits is in flight: the job's next slot
+// is Skipped under OverlapSkip.
+func TestRunLimitStopAWaitingJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := schedule.NewRunLimit(1)
+		var busy, waiter journal
+		b := schedule.NewJob("busy", schedule.Every(time.Hour), busy.work(90*time.Minute), schedule.WithRunLimit(lim))
+		w := schedule.NewJob("waiter", schedule.At(at(time.Hour+time.Minute), at(2*time.Hour+time.Minute)), waiter.work(time.Second),
+			schedule.WithRunLimit(lim), schedule.WithObserver(waiter.observe))
+		start(t, b)
+		start(t, w)
+		time.Sleep(2*time.Hour + 2*time.Minute) // the waiter's slots of 1h1m and 2h1m, behind busy's run of 1h
+		synctest.Wait()
+		assert.Equal(t, 1, lim.Waiting())
+		begin := time.Now()
+		stop(t, w)
+		assert.Zero(t, time.Since(begin), "Stop waited for the limit")
+		assert.Zero(t, lim.Waiting())
+		assert.Equal(t, []string{"2h1m0s Skipped Scheduled", "1h1m0s Skipped Scheduled"}, waiter.summary())
+		assert.Empty(t, waiter.starts())
+		stop(t, b)
+	})
+}
+
+// A Func that calls runtime.Goexit gives its place in the limit up: the
+// runs waiting behind it still run.
+func TestRunLimitGoexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := schedule.NewRunLimit(1)
+		var l journal
+		quit := schedule.NewJob("quit", schedule.Every(time.Hour), func(context.Context, schedule.Run) error {
+			runtime.Goexit()
+			return nil
+		}, schedule.WithRunLimit(lim))
+		other := schedule.NewJob("other", schedule.Every(time.Hour), l.work(time.Second), schedule.WithRunLimit(lim))
+		start(t, quit)
+		start(t, other)
+		time.Sleep(time.Hour + time.Minute)
+		require.Len(t, l.starts(), 1)
+		assert.Zero(t, lim.Running())
+		stop(t, quit)
+		stop(t, other)
+	})
+}
