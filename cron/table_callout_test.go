@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -16,13 +18,13 @@ import (
 	"github.com/circulation-go/circulation/wheel"
 )
 
-// lateScheduler is the runtime's Scheduler whose callbacks come 300ms
-// late: for 300ms after each slot, the slot is due but its job's timer has
-// not run, and whoever changes the job first hands that slot over.
+// lateScheduler is the runtime's Scheduler whose callbacks come 2s late:
+// for 2s after each slot, the slot is due but its job's timer has not run,
+// and whoever changes the job first hands that slot over.
 type lateScheduler struct{}
 
 func (lateScheduler) AfterFunc(d time.Duration, f func()) circulation.Timer {
-	return time.AfterFunc(d+300*time.Millisecond, f)
+	return time.AfterFunc(d+2*time.Second, f)
 }
 
 // within runs f and fails t if f has not returned after d (of real time):
@@ -46,7 +48,8 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // and its timer has not run yet, SetSchedule hands that slot over, and it
 // is Skipped (a run is in flight): its record reaches the Observer from
 // inside the Apply, which must not hold the Table's lock then. (Real
-// time: a goroutine blocked on a mutex stops a synctest bubble's clock.)
+// time: a goroutine blocked on a mutex stops a synctest bubble's clock.
+// The window is 2s wide, and the Apply comes 50ms into it.)
 func TestTableObserverCallsTheTableDuringApply(t *testing.T) {
 	var l ledger
 	var tab *cron.Table
@@ -59,21 +62,100 @@ func TestTableObserverCallsTheTableDuringApply(t *testing.T) {
 		mu.Unlock()
 		assert.True(t, ok)
 	}
-	tab = cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 1500*time.Millisecond)}, cron.WithLocation(time.UTC),
+	tab = cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 4*time.Second)}, cron.WithLocation(time.UTC),
 		cron.WithJobOptions(schedule.WithObserver(observe), schedule.WithScheduler(lateScheduler{})))
-	_, err := tab.Apply(context.Background(), []cron.Task{task("t", "h", "* * * * * *")})
+	// A slot every 5s: the run of a slot starts 2s late and lasts 4s, so
+	// that it is in flight when the next slot falls due.
+	_, err := tab.Apply(context.Background(), []cron.Task{task("t", "h", "*/5 * * * * *")})
 	require.NoError(t, err)
-	// 50ms after the slot of the third second: the run of the second
-	// second, which started 300ms late, is in flight.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(2*time.Second + 50*time.Millisecond)))
+	next, _ := tab.Next("t")
+	time.Sleep(time.Until(next.Add(5*time.Second + 50*time.Millisecond)))
 	within(t, 5*time.Second, "Apply", func() {
-		_, err = tab.Apply(context.Background(), []cron.Task{task("t", "h", "*/2 * * * * *")})
+		_, err = tab.Apply(context.Background(), []cron.Task{task("t", "h", "*/7 * * * * *")})
 	})
 	require.NoError(t, err)
-	within(t, 5*time.Second, "Stop", func() { require.NoError(t, tab.Stop(context.Background())) })
+	within(t, 10*time.Second, "Stop", func() { require.NoError(t, tab.Stop(context.Background())) })
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Contains(t, seen, "Skipped", "the slot handed over by the Apply")
+}
+
+// lateByAMillisecond is the runtime's Scheduler whose callbacks come a
+// millisecond late: at the instant of a slot, the slot is due and its
+// job's timer has not run, and whoever changes the job first hands the
+// slot over.
+type lateByAMillisecond struct{}
+
+func (lateByAMillisecond) AfterFunc(d time.Duration, f func()) circulation.Timer {
+	return time.AfterFunc(d+time.Millisecond, f)
+}
+
+// Two Applies whose reschedulings of the same tasks interleave leave every
+// task on the later one's spec. Apply A reschedules t0, which hands over a
+// slot due then, Skipped (a run is in flight): its Observer holds A there,
+// between t0 and t1, while Apply B decides and reschedules both. When A
+// goes on, it gives t1 the definition in force, B's, not its own.
+func TestTableLatestApplyWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		gate, held := make(chan struct{}), make(chan struct{})
+		var first atomic.Bool
+		observe := func(r schedule.Record) {
+			if first.CompareAndSwap(false, true) {
+				close(held)
+				<-gate
+			}
+		}
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", time.Hour)}, cron.WithLocation(time.UTC),
+			cron.WithJobOptions(schedule.WithScheduler(lateByAMillisecond{}), schedule.WithObserver(observe)))
+		apply := func(spec string) {
+			_, err := tab.Apply(context.Background(), []cron.Task{task("t0", "h", spec), task("t1", "h", spec)})
+			assert.NoError(t, err)
+		}
+		apply("* * * * * *")
+		time.Sleep(2 * time.Second) // the runs of 1s are in flight; the slots of 2s are due
+		a := make(chan struct{})
+		go func() {
+			defer close(a)
+			apply("0 0 1 1 *") // A
+		}()
+		<-held
+		apply("0 0 2 1 *") // B, while A is held between t0 and t1
+		close(gate)
+		<-a
+		want := time.Date(2000, 1, 2, 0, 0, 0, 0, time.UTC)
+		for _, n := range []string{"t0", "t1"} {
+			got, _ := tab.Next(n)
+			assert.Equal(t, want, got.UTC(), "%s is not on the later Apply's spec", n)
+		}
+		require.NoError(t, tab.Stop(context.Background()))
+	})
+}
+
+// shortNames is a MemoryStore that holds job names of at most 8 bytes.
+type shortNames struct{ *schedule.MemoryStore }
+
+func (shortNames) CheckJob(name string) error {
+	if len(name) > 8 {
+		return errors.New("longer than 8 bytes")
+	}
+	return nil
+}
+
+// A task whose name its Table's Store cannot hold is refused by Apply,
+// with a *TaskError naming the field; the others run.
+func TestTableRefusesANameTheStoreCannotHold(t *testing.T) {
+	var l ledger
+	tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", time.Second)}, cron.WithLocation(time.UTC),
+		cron.WithStore(shortNames{schedule.NewMemoryStore(10)}))
+	ch, err := tab.Apply(context.Background(), []cron.Task{task("short", "h", "0 0 * * * *"), task("much-too-long", "h", "0 0 * * * *")})
+	var te *cron.TaskError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "much-too-long", te.Task)
+	assert.Equal(t, "name", te.Field)
+	assert.EqualError(t, err, `cron: task "much-too-long": name: longer than 8 bytes`)
+	assert.Equal(t, []string{"short"}, ch.Added)
+	require.NoError(t, tab.Stop(context.Background()))
 }
 
 // With every task on one wheel.Wheel that was stopped first, an Apply that
@@ -104,30 +186,4 @@ func TestTableApplyPanicLeavesTheTableUsable(t *testing.T) {
 		assert.NoError(t, err)
 	})
 	within(t, 5*time.Second, "Stop", func() { assert.NoError(t, tab.Stop(context.Background())) })
-}
-
-// shortNames is a MemoryStore that holds job names of at most 8 bytes.
-type shortNames struct{ *schedule.MemoryStore }
-
-func (shortNames) CheckJob(name string) error {
-	if len(name) > 8 {
-		return errors.New("longer than 8 bytes")
-	}
-	return nil
-}
-
-// A task whose name its Table's Store cannot hold is refused by Apply,
-// with a *TaskError naming the field; the others run.
-func TestTableRefusesANameTheStoreCannotHold(t *testing.T) {
-	var l ledger
-	tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", time.Second)}, cron.WithLocation(time.UTC),
-		cron.WithStore(shortNames{schedule.NewMemoryStore(10)}))
-	ch, err := tab.Apply(context.Background(), []cron.Task{task("short", "h", "0 0 * * * *"), task("much-too-long", "h", "0 0 * * * *")})
-	var te *cron.TaskError
-	require.ErrorAs(t, err, &te)
-	assert.Equal(t, "much-too-long", te.Task)
-	assert.Equal(t, "name", te.Field)
-	assert.EqualError(t, err, `cron: task "much-too-long": name: longer than 8 bytes`)
-	assert.Equal(t, []string{"short"}, ch.Added)
-	require.NoError(t, tab.Stop(context.Background()))
 }

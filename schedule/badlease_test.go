@@ -164,3 +164,24 @@ func TestLeaseRenewedWhileFinishWaits(t *testing.T) {
 		assert.NotEmpty(t, starts)
 	})
 }
+
+// A run that ends within its lease while a Renew hangs, deaf to its
+// context, records its outcome: the Finish is sent while the renewal goes
+// on, not after it, and the slot runs once.
+func TestHungRenewKeepsARunThatEndedInTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		s := &hungRenewStore{leaseStore: newLeaseStore(9 * time.Second), unblock: make(chan struct{})}
+		j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(4*time.Second), // 1m0s to 1m4s; first Renew at 1m3s hangs
+			schedule.WithStore(s), schedule.WithObserver(l.observe), schedule.WithNode("n"))
+		start(t, j)
+		time.Sleep(80 * time.Second)
+		s.once.Do(func() { close(s.unblock) })
+		stop(t, j)
+		assert.Equal(t, []string{"1m0s start Scheduled due 1m0s"}, l.starts(), "the slot of 1m0s runs once")
+		r := l.recs()
+		if assert.NotEmpty(t, r) {
+			assert.Equal(t, schedule.Succeeded, r[0].Status, "the Func returned nil at 1m4s, the lease held until 1m9s: %s", r[0].Err)
+		}
+	})
+}

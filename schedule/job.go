@@ -182,16 +182,20 @@ func (j *Job) Start(ctx context.Context) error {
 			if known || outage {
 				x.floor = time.Time{}
 			}
-			if outage {
-				x.gap = now // recoverOutage reads the store's last record again
-			}
 		}
 		if j.paused() {
-			return
+			return // a job started paused misses nothing before its start
+		}
+		if outage {
+			// recoverStart reads the store's last record again, and gives
+			// the slots missed before now what this Start would have.
+			x := j.x
+			x.gap, x.gapSched = now, j.sched
+			x.recover = circulation.Bind(j.cfg.sched, j.recoverStart)
 		}
 		if known {
 			if first := next(j.sched, last.Due); !first.IsZero() && !first.After(now) {
-				obs = j.dueLocked(first, now, true)
+				obs = j.dueLocked(j.sched, first, now)
 			}
 		}
 		refused = j.armLocked(now)
@@ -203,6 +207,14 @@ func (j *Job) Start(ctx context.Context) error {
 	j.observe(obs)
 	if x := j.lease(); x != nil {
 		fire(x.reclaim)
+	}
+	if outage {
+		j.mu.Lock()
+		t := j.x.recover
+		j.mu.Unlock()
+		if t != nil {
+			fireAfter(t, firstStartRetry)
+		}
 	}
 	if refused != nil {
 		panic(refused)
@@ -405,13 +417,14 @@ func (j *Job) RunNow() {
 
 // Stop ends the job: no slot falls due any more, the context of every run
 // in flight is cancelled (their Records are Canceled), and Stop waits until
-// they have returned and nothing of the job's is pending. It returns nil
-// then, or ctx.Err() if ctx is done first. Stop on a job that was never
-// started, that was stopped before, or whose schedule has ended, returns
-// nil once nothing of the job's runs. Stop must not be called from the
-// Func or the Observer with a context that outlives them: it would wait
-// for itself. (The Func's own context is cancelled by Stop, so Stop(ctx)
-// with it returns at once.)
+// they have returned and nothing of the job's is pending, including a
+// Renew of a LeaseStore that hangs, deaf to its context, after its run
+// gave the lease up. It returns nil then, or ctx.Err() if ctx is done
+// first. Stop on a job that was never started, that was stopped before,
+// or whose schedule has ended, returns nil once nothing of the job's
+// runs. Stop must not be called from the Func or the Observer with a
+// context that outlives them: it would wait for itself. (The Func's own
+// context is cancelled by Stop, so Stop(ctx) with it returns at once.)
 func (j *Job) Stop(ctx context.Context) error {
 	var obs []Record
 	j.mu.Lock()
@@ -438,6 +451,14 @@ func (j *Job) Stop(ctx context.Context) error {
 	err := j.w.quiesce(ctx)
 	if x != nil && x.reclaim != nil {
 		err = errors.Join(err, x.reclaim.Stop(ctx))
+	}
+	if x != nil {
+		j.mu.Lock()
+		t := x.recover
+		j.mu.Unlock()
+		if t != nil {
+			err = errors.Join(err, t.Stop(ctx))
+		}
 	}
 	if err != nil {
 		return err
@@ -511,7 +532,7 @@ func (j *Job) handDueLocked(now time.Time) []Record {
 	if j.state != jobStarted || j.paused() || j.next.IsZero() || now.Before(j.next) {
 		return nil
 	}
-	obs := j.dueLocked(j.next, now, false)
+	obs := j.dueLocked(j.sched, j.next, now)
 	j.next = next(j.sched, now)
 	if j.next.IsZero() && j.x != nil && j.x.reclaim != nil {
 		j.x.reclaim.Suspend() // the schedule has ended: the job holds no timer

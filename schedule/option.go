@@ -207,7 +207,9 @@ func WithStore(s Store) Option {
 // the watch runs in one of them, and a sleep replayed in the other may go
 // unnoticed. If s panics in AfterFunc (a stopped wheel.Wheel), the job
 // arms nothing: its Next is zero, and Start, Resume and SetSchedule pass
-// the panic on to their caller; Stop still returns.
+// the panic on to their caller; Stop still returns. The renewal of a
+// run's lease on a LeaseStore uses the runtime's timers, so that a lease
+// is renewed, or given up, on time whatever s does.
 func WithScheduler(s circulation.Scheduler) Option {
 	return optionFunc(func(c *config) { c.sched = s })
 }
@@ -256,8 +258,11 @@ func WithNode(id string) Option {
 // reaches f once the run no longer counts as in flight, so that a RunNow
 // from f, a retry of a Failed run, starts at once under the overlap policy
 // unless other runs are queued or in flight. f runs on the job's
-// goroutines, may be called concurrently under OverlapAllow, and may call
-// the Job's methods (except Stop with a context that outlives f).
+// goroutines, and may call the Job's methods (except Stop with a context
+// that outlives f). The Records of runs reach f one at a time, in the
+// order the runs ended, but under OverlapAllow, where they may come at
+// once; the Records of slots that did not run may come at the same time
+// as a run's.
 func WithObserver(f func(Record)) Option {
 	return optionFunc(func(c *config) { c.observer = f })
 }

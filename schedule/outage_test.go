@@ -123,11 +123,12 @@ func TestFirstClaimFailsOnANewJob(t *testing.T) {
 	})
 }
 
-// Under OverlapAllow, a claim that fails while another run is catching up
-// (its Last slow to answer) is caught up later: that catch-up does not
-// take the new failure for one it has handled. Here the job starts while
-// Last fails, so that its first slot's run reads Last to find where the
-// slots missed before the start begin.
+// Under OverlapAllow, a claim that fails while the slots missed before a
+// start are being caught up is caught up later, with them: the catch-up
+// does not take the new failure for one it has handled. Here the job
+// starts while Last fails; Last answers 15s after the store is back, as
+// claims fail for a while: the slots before the start and the slot of 50s
+// whose claims failed run at the next slot, each once.
 func TestClaimFailsDuringACatchUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
@@ -137,15 +138,16 @@ func TestClaimFailsDuringACatchUp(t *testing.T) {
 		store.set(func(s *scriptedStore) { s.lastDown = true })
 		j := startRunAll(t, &l, store, schedule.WithOverlap(schedule.OverlapAllow))
 		store.set(func(s *scriptedStore) { s.lastDown, s.slowLast = false, 15*time.Second })
-		time.Sleep(10 * time.Second) // 45s: the run of 40s is catching up, its Last answers at 55s
+		time.Sleep(10 * time.Second) // 45s: the Last of 36s answers at 51s
 		store.set(func(s *scriptedStore) { s.claimsDown, s.lastDown = true, true })
 		time.Sleep(7 * time.Second) // 52s: the claim of 50s failed
 		store.set(func(s *scriptedStore) { s.claimsDown, s.lastDown = false, false })
 		time.Sleep(13 * time.Second) // 65s
 		stop(t, j)
-		assert.Equal(t, []string{"50s Skipped Scheduled",
-			"20s Succeeded CatchUp 55s-56s", "30s Succeeded CatchUp 56s-57s", "40s Succeeded Scheduled 57s-58s",
-			"50s Succeeded CatchUp 1m0s-1m1s", "1m0s Succeeded Scheduled 1m1s-1m2s"}, l.summary())
+		assert.Equal(t, []string{"40s Succeeded Scheduled 40s-41s", "50s Skipped Scheduled",
+			"20s Skipped CatchUp", "30s Skipped CatchUp",
+			"20s Succeeded CatchUp 1m0s-1m1s", "30s Succeeded CatchUp 1m1s-1m2s", "50s Succeeded CatchUp 1m2s-1m3s",
+			"1m0s Succeeded Scheduled 1m3s-1m4s"}, l.summary())
 	})
 }
 

@@ -13,26 +13,30 @@ import (
 
 // A renewal keeps the lease of one run's claim on a LeaseStore. A Trigger
 // of its own calls Renew every Lease()/3 (every Lease()/6 after a
-// failure), and a timer of the job's Scheduler, armed for the deadline,
-// gives the lease up once a full Lease() has passed since the last
-// renewal that worked, or since the claim if none did: from then on the
-// store may let another node take the slot over. The timer gives the lease
-// up whatever Renew is doing: a Renew that hangs, deaf to its context,
-// cannot keep the run going past the deadline.
+// failure), and a timer armed for the deadline gives the lease up once a
+// full Lease() has passed since the last renewal that worked, or since the
+// claim if none did: from then on the store may let another node take the
+// slot over. The timer gives the lease up whatever Renew is doing: a Renew
+// that hangs, deaf to its context, cannot keep the run going past the
+// deadline.
+//
+// Both run on the runtime's timers, not the job's Scheduler: a Scheduler
+// that stops arming timers (a stopped wheel.Wheel, during a shutdown)
+// would otherwise leave a run in flight with a lease no one renews and no
+// one gives up, while another node may take its slot over.
 type renewal struct {
 	t      *circulation.Trigger // calls Renew
-	sched  circulation.Scheduler
 	lease  time.Duration
 	cancel context.CancelCauseFunc // the run's
 	gone   context.Context         // done once the lease is given up
 	giveUp context.CancelFunc      // gone's
 
 	mu       sync.Mutex
-	deadline time.Time         // when the lease may expire, by the wall clock
-	last     error             // of the latest failed Renew
-	inflight bool              // a Renew is under way
-	timer    circulation.Timer // armed for deadline; nil once stopped
-	stopped  bool              // stopRenewal was called
+	deadline time.Time   // when the lease may expire, by the wall clock
+	last     error       // of the latest failed Renew
+	inflight bool        // a Renew is under way
+	timer    *time.Timer // armed for deadline; nil once stopped
+	stopped  bool        // stopRenewal was called
 }
 
 // renew starts the renewal of the lease of the claim of p, whose run's
@@ -48,18 +52,11 @@ func (j *Job) renew(ls LeaseStore, p *pending, cancel context.CancelCauseFunc) *
 	if h := p.claim; h != nil {
 		since = h.since
 	}
-	r := &renewal{sched: j.w.sched, lease: ls.Lease(), cancel: cancel, deadline: since.Add(ls.Lease())}
+	r := &renewal{lease: ls.Lease(), cancel: cancel, deadline: since.Add(ls.Lease())}
 	r.gone, r.giveUp = context.WithCancel(context.Background())
-	r.t = circulation.Bind(j.cfg.sched, func(rctx context.Context) (time.Duration, bool) {
+	r.t = circulation.Bind(nil, func(rctx context.Context) (time.Duration, bool) {
 		return r.tick(rctx, ls, rec)
 	})
-	// A Scheduler that refuses timers (a stopped wheel.Wheel) leaves the
-	// lease unrenewed: the run gives it up at once.
-	defer func() {
-		if v := recover(); v != nil {
-			r.expire(fmt.Errorf("%w: %v", ErrLeaseNotRenewed, v))
-		}
-	}()
 	r.mu.Lock()
 	r.armLocked()
 	r.mu.Unlock()
@@ -114,14 +111,13 @@ func (r *renewal) tick(rctx context.Context, ls LeaseStore, rec Record) (time.Du
 }
 
 // armLocked arms the timer for the deadline, in place of the one armed
-// before. The caller holds r.mu. It panics if the Scheduler does.
+// before. The caller holds r.mu.
 func (r *renewal) armLocked() {
 	if r.timer != nil {
 		r.timer.Stop()
-		r.timer = nil
 	}
 	deadline := r.deadline
-	r.timer = r.sched.AfterFunc(max(time.Until(deadline), 0), func() { r.expired(deadline) })
+	r.timer = time.AfterFunc(max(time.Until(deadline), 0), func() { r.expired(deadline) })
 }
 
 // expired gives the lease up if deadline is still its deadline and has
@@ -135,10 +131,7 @@ func (r *renewal) expired(deadline time.Time) {
 	}
 	if time.Now().Before(deadline) {
 		if !r.stopped {
-			func() {
-				defer func() { _ = recover() }() // a refused timer: tick gives it up
-				r.armLocked()
-			}()
+			r.armLocked()
 		}
 		r.mu.Unlock()
 		return

@@ -23,14 +23,17 @@ type active struct {
 	queue   []pending     // runs waiting for the runner (all policies but OverlapAllow)
 	runners int           // goroutines running the job's Func or about to
 	reports int           // runners passing the outcome of their last run to the Observer, no longer counted in runners
+	report  chan struct{} // holds a token while a run's outcome reaches the Observer, but under OverlapAllow: one at a time, in order
 	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
 	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
-	floor  time.Time // slots at or before it are never caught up: the job started, resumed or changed schedule then
-	missed time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
-	gap    time.Time // Last failed when the job started, then: the slots before it, after the store's last record, are owed
-	fails  uint64    // claims that failed: a catch-up ends the outage only if none failed while it looked
-	look   bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
+	floor    time.Time            // slots at or before it are never caught up: the job started, resumed or changed schedule then
+	missed   time.Time            // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
+	gap      time.Time            // Last failed when the job started, then: the slots before it, after the store's last record, are owed
+	gapSched Schedule             // the schedule at gap
+	gapPause time.Duration        // the latest pause of recover
+	recover  *circulation.Trigger // reads the store again after a Start whose Last failed (recoverStart)
+	look     bool                 // LeaseStore: a look for expired claims found the job busy; look again once it is free
 
 	hung     []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
 	waiting  []*waiting             // runners waiting for their turn in the job's RunLimit
@@ -76,6 +79,9 @@ func (j *Job) active(now time.Time) *active {
 		return j.x
 	}
 	x := &active{store: j.cfg.store, floor: now}
+	if j.cfg.observer != nil && j.cfg.overlap != OverlapAllow {
+		x.report = make(chan struct{}, 1)
+	}
 	if x.store == nil {
 		x.store = NewMemoryStore(16)
 	}
@@ -103,9 +109,9 @@ func (c *config) scanLimit() int { return max(c.catchUp, 1000) }
 // others, and the latest if it is late, are missed, and the Misfire policy
 // says which of them run. It returns the records of the slots that do not
 // run; the others go to submitLocked.
-func (j *Job) dueLocked(first, now time.Time, start bool) []Record {
+func (j *Job) dueLocked(sched Schedule, first, now time.Time) []Record {
 	c := j.cfg
-	head, latest := dueSlots(j.sched, first, now, c.scanLimit())
+	head, latest := dueSlots(sched, first, now, c.scanLimit())
 	missed := head
 	onTime := now.Sub(latest) <= c.grace
 	if !onTime {
@@ -392,8 +398,18 @@ func (j *Job) runner(batch []pending) {
 
 // reportEnded passes the outcome of the run of p to the Observer, and
 // then accounts for the report's end, even if the Observer panics or
-// calls runtime.Goexit.
+// calls runtime.Goexit. Under every policy but OverlapAllow, where runs
+// follow one another, their outcomes reach the Observer one at a time and
+// in order: a run that a RunNow from the Observer started, or the next
+// slot's, runs at once, but its outcome waits for the Observer's call
+// before it to return.
 func (j *Job) reportEnded(x *active, p *pending) {
+	if j.cfg.overlap != OverlapAllow {
+		// A channel, not a mutex: in a testing/synctest bubble, a wait
+		// on a mutex would stop the bubble's clock.
+		x.report <- struct{}{}
+		defer func() { <-x.report }()
+	}
 	defer func() {
 		j.mu.Lock()
 		x.reports--
@@ -626,7 +642,6 @@ func (x *active) owe(j *Job, r *Run) {
 		return
 	}
 	j.mu.Lock()
-	x.fails++
 	if x.missed.IsZero() || r.Due.Before(x.missed) {
 		x.missed = r.Due
 	}
@@ -773,10 +788,12 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	end := time.Now().Round(0)
 	status, msg := outcome(cause, runErr, j.cfg.timeout, err)
 	// A run that gave up its lease leaves the claim to expire, so that the
-	// slot is taken over and run again; any other outcome is recorded. The
-	// lease is renewed until it is: a Finish that waits behind the calls
-	// of other jobs does not let it expire, and a renewal that comes after
-	// the Finish is refused by the store (the claim is no longer running).
+	// slot is taken over and run again; any other outcome is recorded,
+	// while the lease is still renewed: a Renew that hangs does not make
+	// a run that ended in time lose its outcome, nor a Finish that waits
+	// let the lease expire. A renewal that comes after the Finish is
+	// refused by the store (the claim is no longer running), and changes
+	// nothing.
 	if !errors.Is(cause, ErrLeaseNotRenewed) {
 		var ferr error
 		if m, ok := x.store.(*MemoryStore); ok && p.claim == nil {
@@ -872,66 +889,40 @@ func (j *Job) call(ctx context.Context, r *Run) (err, runErr error) {
 	return j.f(ctx, *r), nil
 }
 
-// recoverOutage runs, before the slot due, the slots its store's failures
-// made it miss, if it failed since the last catch-up: under MisfireRunAll,
-// each of them, oldest first, up to the catch-up limit. (Under the other
-// policies, only the slots before a Start whose Last failed are owed, and
-// recoverStart gives them what Start would have.) They are the slots
-// from the first one whose claim failed; and, if Last failed when the job
-// started, the slots after the store's last record before then, of which
-// those past the limit are reported Missed, as Start reports them. A slot
-// that has a record by now, this job's or another replica's, is not run
-// again: its claim says ErrClaimed.
+// recoverOutage runs, before the slot due, under MisfireRunAll, the slots
+// whose claims failed since the last catch-up: each of them, oldest first,
+// up to the catch-up limit. (Under the other policies the slot due is the
+// latest missed one, and the slots whose claims failed were reported
+// Skipped.) A slot that has a record by now, this job's or another
+// replica's, is not run again: its claim says ErrClaimed.
 //
 // The catch-up stops at the first claim that fails, and if the slot due
 // replaces or stops it: the slots left stay owed, and are not reported
 // again. It also stops if the job is paused, resumed, stopped or given a
-// schedule meanwhile. The outage ends only if no claim failed while it
-// looked at the store.
+// schedule meanwhile. It takes the owed slots over as it starts: a claim
+// that fails meanwhile, under OverlapAllow, makes its slot owed again, for
+// the next catch-up.
 //
 // Each catch-up run has a context of its own, under ctx: a lease it loses
 // cancels it alone.
 func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
-	j.mu.Lock()
-	missed, gap, fails, floor, sched := x.missed, x.gap, x.fails, x.floor, j.sched
 	if j.cfg.misfire != MisfireRunAll {
-		// The slots whose claims failed were reported Skipped, and the
-		// slot due is the latest missed one: only a Start outage's slots
-		// are owed.
-		missed = time.Time{}
-	}
-	j.mu.Unlock()
-	if missed.IsZero() && gap.IsZero() {
-		return // nothing owed
-	}
-	var from time.Time // the slots after it are owed
-	owed := false
-	if !gap.IsZero() {
-		last, err := j.lastBefore(ctx, x.store, sched, gap, due)
-		if err != nil {
-			return // still failing: the claim will say so
-		}
-		from, owed = last, !last.IsZero() // no record before the start: a new job owes nothing before it
-	}
-	if m := missed.Add(-1); !missed.IsZero() && !m.Before(floor) && (!owed || m.Before(from)) {
-		from, owed = m, true // so that the first slot after it is the missed one itself
-	}
-	if owed && from.Before(floor) {
-		from = floor
-	}
-	j.mu.Lock()
-	if x.fails == fails || j.cfg.misfire != MisfireRunAll {
-		x.missed, x.gap = time.Time{}, time.Time{}
-	}
-	j.mu.Unlock()
-	if !owed {
 		return
 	}
-	if j.cfg.misfire != MisfireRunAll {
-		j.recoverStart(ctx, x, sched, from, gap, floor)
+	j.mu.Lock()
+	missed, floor, sched := x.missed, x.floor, j.sched
+	if missed.IsZero() || !missed.Before(due) {
+		// Nothing owed, or only slots after this one: a slot a Start
+		// whose Last failed handed late.
+		j.mu.Unlock()
 		return
 	}
-	t := from
+	x.missed = time.Time{}
+	j.mu.Unlock()
+	if missed.Before(floor) {
+		return // owed from before a pause or a new schedule: not caught up
+	}
+	t := missed.Add(-1) // so that the first slot after it is the missed one itself
 	for n := 0; ; n++ {
 		if t = next(sched, t); t.IsZero() || !t.Before(due) {
 			return
@@ -943,27 +934,78 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 			return
 		}
 		p := pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}, inline: true}
-		if ctx.Err() != nil {
-			x.owe(j, &p.run) // replaced: the slot due catches up from here
-			return
-		}
-		if n == j.cfg.catchUp {
-			// Past the limit: the slots before the start, never reported,
-			// are Missed; the later ones were reported when they fell due.
-			j.observe(j.missedBefore(sched, t, gap))
+		if ctx.Err() != nil || n == j.cfg.catchUp {
+			// Replaced or stopped: the slot due catches up from here. Past
+			// the limit: the slots left were reported when they fell due,
+			// and stay owed to the next slot.
+			x.owe(j, &p.run)
 			return
 		}
 		if !x.catching(j, t) {
 			continue // another pass of this job catches it up now (OverlapAllow)
 		}
-		rctx, rcancel := context.WithCancelCause(ctx)
-		ok := j.execute(rctx, rcancel, x, &p, true)
-		rcancel(nil)
-		x.caught(j, t)
+		ok := j.catchUpRun(ctx, x, &p)
 		if !ok {
 			return
 		}
 	}
+}
+
+// catchUpRun runs the catch-up p, under a context of its own.
+func (j *Job) catchUpRun(ctx context.Context, x *active, p *pending) bool {
+	defer x.caught(j, p.run.Due) // a Func that calls runtime.Goexit leaves no slot marked
+	rctx, rcancel := context.WithCancelCause(ctx)
+	defer rcancel(nil)
+	return j.execute(rctx, rcancel, x, p, true)
+}
+
+// Start retries Last, when it failed, after a pause of firstStartRetry
+// that doubles up to maxStartRetry.
+const (
+	firstStartRetry = time.Second
+	maxStartRetry   = 30 * time.Second
+)
+
+// recoverStart is the Func of the Trigger that a Start whose Last failed
+// leaves behind: it reads the store again, after a growing pause, until it
+// answers, and then gives the slots missed before the start what Start
+// would have given them, by the schedule of then: those after the store's
+// last record before the start, up to the start, each Missed or run by the
+// Misfire policy (dueLocked), the latest on time if the start was within
+// the grace period after it. The last record is found as lastBefore says,
+// so that the records of runs since the start do not hide it. A job with
+// no record before the start owes nothing.
+func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
+	j.mu.Lock()
+	x := j.x // made by Start
+	gap, sched, pause := x.gap, x.gapSched, x.gapPause
+	live := j.state == jobStarted
+	j.mu.Unlock()
+	if !live || gap.IsZero() {
+		return 0, false
+	}
+	last, err := j.lastBefore(ctx, x.store, sched, gap, time.Now())
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		pause = min(max(2*pause, firstStartRetry), maxStartRetry)
+		j.mu.Lock()
+		x.gapPause = pause
+		j.mu.Unlock()
+		return pause, true
+	}
+	var obs []Record
+	j.mu.Lock()
+	if x.gap.Equal(gap) && j.state == jobStarted {
+		x.gap, x.gapSched = time.Time{}, nil
+		if first := next(sched, last); !last.IsZero() && !first.IsZero() && !first.After(gap) {
+			obs = j.dueLocked(sched, first, gap)
+		}
+	}
+	j.mu.Unlock()
+	j.observe(obs)
+	return 0, false
 }
 
 // catching notes that a catch-up of the slot due is under way, and reports
@@ -988,39 +1030,6 @@ func (x *active) caught(j *Job, due time.Time) {
 	if i := slices.IndexFunc(x.catchUps, due.Equal); i >= 0 {
 		x.catchUps = slices.Delete(x.catchUps, i, i+1)
 	}
-}
-
-// recoverStart gives the slots a Start outage left unhandled under
-// MisfireRunOnce and MisfireSkip, those after from, the store's last
-// record before the start, up to gap, the start, what Start gives the
-// slots it finds missed: under MisfireSkip each is Missed; under
-// MisfireRunOnce the latest runs, CatchUp, and the others are Missed.
-func (j *Job) recoverStart(ctx context.Context, x *active, sched Schedule, from, gap, floor time.Time) {
-	first := next(sched, from)
-	if first.IsZero() || first.After(gap) {
-		return
-	}
-	head, latest := dueSlots(sched, first, gap, j.cfg.scanLimit())
-	missed := func(ts ...time.Time) {
-		for _, t := range ts {
-			j.observe([]Record{j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil)})
-		}
-	}
-	missed(head...)
-	if j.cfg.misfire == MisfireSkip {
-		missed(latest)
-		return
-	}
-	j.mu.Lock()
-	changed := j.state != jobStarted || j.paused() || !x.floor.Equal(floor)
-	j.mu.Unlock()
-	if changed || ctx.Err() != nil {
-		return
-	}
-	p := pending{run: Run{Job: j.name, Due: latest, Reason: CatchUp}, inline: true}
-	rctx, rcancel := context.WithCancelCause(ctx)
-	j.execute(rctx, rcancel, x, &p, false) // a claim that fails is reported Skipped: nothing owes the slot after it
-	rcancel(nil)
 }
 
 // lastBefore returns the Due of the latest record of the job before gap,
@@ -1055,20 +1064,6 @@ func (j *Job) lastBefore(ctx context.Context, s Store, sched Schedule, gap, due 
 		}
 	}
 	return time.Time{}, nil
-}
-
-// missedBefore returns the Missed records of the slots of sched from t to
-// end, end excluded, up to the scan limit.
-func (j *Job) missedBefore(sched Schedule, t, end time.Time) []Record {
-	var obs []Record
-	for range j.cfg.scanLimit() {
-		if t.IsZero() || !t.Before(end) {
-			break
-		}
-		obs = append(obs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
-		t = next(sched, t)
-	}
-	return obs
 }
 
 // reclaimTick is the Func of a LeaseStore job's reclaim Trigger: it takes

@@ -12,7 +12,8 @@ import (
 
 // A Claim on SQLite while another connection holds the write lock ends
 // within its lease, as a claim on PostgreSQL waiting on a row lock does:
-// the driver's busy timeout (10 s with SQLiteDSN) does not hold it longer.
+// the driver's busy timeout, which SQLiteDSN keeps short (it was 10s),
+// does not hold it longer.
 func TestSQLiteBusyClaimIsBoundedByTheLease(t *testing.T) {
 	b := backends()[0]
 	dsn := b.dsn(t)

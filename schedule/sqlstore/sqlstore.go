@@ -84,9 +84,10 @@ type Store struct {
 	// Store made, adopted or took over, and has not seen finished, with
 	// when it last knew the claim alive (its claim, or a renewal): a slot
 	// is held for a Lease() after that. Both are guarded by mu.
-	mu     sync.Mutex
-	unsure map[slotKey]unsureClaim
-	held   map[slotKey]time.Time
+	mu      sync.Mutex
+	unsure  map[slotKey]unsureClaim
+	held    map[slotKey]time.Time
+	sweepAt int // the size of held at which hold sweeps it
 }
 
 type slotKey struct {
@@ -145,7 +146,7 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 		bounded = true
 	}
 	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table),
-		unsure: make(map[slotKey]unsureClaim), held: make(map[slotKey]time.Time)}
+		unsure: make(map[slotKey]unsureClaim), held: make(map[slotKey]time.Time), sweepAt: maxUnsure}
 	s.bq = buildBatchQueries(d, o.table)
 	s.b = batcher{exec: s.send, lanes: lanes(db, d), max: maxBatch}
 	s.limit = schedule.NewRunLimit(o.runs)

@@ -240,12 +240,16 @@ func (s *Store) hold(w row) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.unsure, k)
-	if len(s.held) >= maxUnsure && len(s.held)%maxUnsure == 0 {
+	if len(s.held) >= s.sweepAt {
+		// Claims left running (a run that gave its lease up) are not
+		// released: sweep those older than a lease, when the map has
+		// doubled since the last sweep.
 		for k, at := range s.held {
 			if now.Sub(at) > s.opts.lease {
 				delete(s.held, k)
 			}
 		}
+		s.sweepAt = max(2*len(s.held), maxUnsure)
 	}
 	s.held[k] = now
 }
