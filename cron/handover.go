@@ -45,6 +45,18 @@ func (s handoverStore) CheckJob(name string) error {
 	return nil
 }
 
+// Unwrap returns the Store the jobs of the Table share: the jobs on its
+// handovers share its look for expired claims.
+func (s handoverStore) Unwrap() schedule.Store { return s.Store }
+
+// RunLimit is the Store's, if it has one: the Table's jobs share it.
+func (s handoverStore) RunLimit() *schedule.RunLimit {
+	if l, ok := s.Store.(interface{ RunLimit() *schedule.RunLimit }); ok {
+		return l.RunLimit()
+	}
+	return nil
+}
+
 type handoverLeaseStore struct {
 	handoverStore
 	lease schedule.LeaseStore
@@ -58,4 +70,14 @@ func (s handoverLeaseStore) Renew(ctx context.Context, r schedule.Record) error 
 
 func (s handoverLeaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
 	return s.lease.Reclaim(ctx, job, node)
+}
+
+// ClaimQueued is the Store's, if it queues claims; otherwise it is Claim,
+// and the lease began no earlier than the call.
+func (s handoverLeaseStore) ClaimQueued(ctx context.Context, r schedule.Record) (time.Time, error) {
+	if q, ok := s.lease.(schedule.QueuedStore); ok {
+		return q.ClaimQueued(ctx, r)
+	}
+	now := time.Now()
+	return now, s.Store.Claim(ctx, r)
 }

@@ -205,8 +205,8 @@ func (j *Job) Start(ctx context.Context) error {
 	}
 	j.w.sync(j)
 	j.observe(obs)
-	if x := j.lease(); x != nil {
-		fire(x.reclaim)
+	if j.cfg.lease != nil {
+		j.enlist()
 	}
 	if outage {
 		j.mu.Lock()
@@ -449,8 +449,8 @@ func (j *Job) Stop(ctx context.Context) error {
 		j.mu.Unlock()
 	}
 	err := j.w.quiesce(ctx)
-	if x != nil && x.reclaim != nil {
-		err = errors.Join(err, x.reclaim.Stop(ctx))
+	if t := j.delist(); t != nil {
+		err = errors.Join(err, t.Stop(ctx))
 	}
 	if x != nil {
 		j.mu.Lock()
@@ -510,9 +510,6 @@ func (j *Job) wake(gen uint64) {
 	due = due && !j.next.IsZero()
 	j.mu.Unlock()
 	j.observe(obs)
-	if x := j.lease(); x != nil && due {
-		fire(x.reclaim)
-	}
 	j.mu.Lock()
 	j.flags &^= jobBusy | jobDirty
 	_ = j.setTimerLocked(time.Now().Round(0)) // no caller to tell: the job rests
@@ -534,9 +531,6 @@ func (j *Job) handDueLocked(now time.Time) []Record {
 	}
 	obs := j.dueLocked(j.sched, j.next, now)
 	j.next = next(j.sched, now)
-	if j.next.IsZero() && j.x != nil && j.x.reclaim != nil {
-		j.x.reclaim.Suspend() // the schedule has ended: the job holds no timer
-	}
 	return obs
 }
 

@@ -90,6 +90,22 @@ func (s *leaseStore) Finish(ctx context.Context, r schedule.Record) error {
 	return s.MemoryStore.Finish(ctx, r)
 }
 
+// Expired lists the jobs with an expired claim: the jobs on the store share
+// one look for them, every Lease()/4.
+func (s *leaseStore) Expired(ctx context.Context, limit int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[string]bool{}
+	var names []string
+	for _, l := range s.leases {
+		if time.Now().After(l.until) && !seen[l.rec.Job] && len(names) < limit {
+			seen[l.rec.Job] = true
+			names = append(names, l.rec.Job)
+		}
+	}
+	return names, nil
+}
+
 func (s *leaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
 	r, err := s.reclaim(ctx, job, node)
 	s.mu.Lock()
@@ -202,8 +218,8 @@ func TestReclaimRunsExpiredClaims(t *testing.T) {
 		}
 		require.Len(t, r, 1)
 		assert.Equal(t, schedule.Record{Job: "j", Due: at(-time.Minute), Reason: schedule.Recovered, Status: schedule.Succeeded,
-			Start: at(15 * time.Second), End: at(16 * time.Second), Node: "n", Attempt: 2}, r[0],
-			"the look at Start (5s) found the job busy with its catch-up run, and was made when it ended (6s); found a Lease() later")
+			Start: at(9500 * time.Millisecond), End: at(10500 * time.Millisecond), Node: "n", Attempt: 2}, r[0],
+			"the store's look for expired claims, at Start (5s) and every Lease()/4 (2.25s) since, finds it at 9.5s")
 		h, err := store.History(context.Background(), "j", 10)
 		require.NoError(t, err)
 		assert.Equal(t, r[0], h[len(h)-1])

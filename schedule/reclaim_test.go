@@ -128,9 +128,10 @@ func TestRecoveredRunUnderTheOverlapPolicy(t *testing.T) {
 		{"BufferOne", []schedule.Option{schedule.WithOverlap(schedule.OverlapBufferOne)}, wait},
 		{"Replace", []schedule.Option{schedule.WithOverlap(schedule.OverlapReplace)}, wait},
 		{"Allow/1", []schedule.Option{schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMaxParallel(1)}, skip},
-		// Free at the slot 10s: the claim runs beside its run.
+		// Free at the look of 11.25s (one every Lease()/4 from Start):
+		// the claim runs beside the run of 10s.
 		{"Allow", []schedule.Option{schedule.WithOverlap(schedule.OverlapAllow)},
-			[]string{"0s Succeeded Recovered 10s-16s", "10s Succeeded Scheduled 10s-16s", "20s Succeeded Scheduled 20s-26s"}},
+			[]string{"0s Succeeded Recovered 11.25s-17.25s", "10s Succeeded Scheduled 10s-16s", "20s Succeeded Scheduled 20s-26s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

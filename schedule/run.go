@@ -12,11 +12,9 @@ import (
 
 // active is the part of a Job that an idle job does not need: its runs,
 // what it knows of its store, and its lease machinery. Its fields are
-// guarded by Job.mu, except store and reclaim, which are set once when it
-// is made.
+// guarded by Job.mu, except store, which is set once when it is made.
 type active struct {
-	store   Store                // the job's store: WithStore's, or a MemoryStore of its own
-	reclaim *circulation.Trigger // LeaseStore only: looks for expired claims every Lease()
+	store Store // the job's store: WithStore's, or a MemoryStore of its own
 
 	runs    []flight      // runs in flight, to cancel on Stop and OverlapReplace
 	flights uint64        // the id of the latest flight
@@ -27,13 +25,15 @@ type active struct {
 	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
 	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
-	floor    time.Time            // slots at or before it are never caught up: the job started, resumed or changed schedule then
-	missed   time.Time            // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
-	gap      time.Time            // Last failed when the job started, then: the slots before it, after the store's last record, are owed
-	gapSched Schedule             // the schedule at gap
-	gapPause time.Duration        // the latest pause of recover
-	recover  *circulation.Trigger // reads the store again after a Start whose Last failed (recoverStart)
-	look     bool                 // LeaseStore: a look for expired claims found the job busy; look again once it is free
+	floor      time.Time            // slots at or before it are never caught up: the job started, resumed or changed schedule then
+	missed     time.Time            // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
+	gap        time.Time            // Last failed when the job started, then: the slots before it, after the store's last record, are owed
+	gapSched   Schedule             // the schedule at gap
+	gapPause   time.Duration        // the latest pause of recover
+	recover    *circulation.Trigger // reads the store again after a Start whose Last failed (recoverStart)
+	look       bool                 // LeaseStore: a look for expired claims found the job busy; look again once it is free
+	reclaiming bool                 // LeaseStore: takeOver runs
+	reclaimer  *reclaimer           // LeaseStore: the look for expired claims of the jobs on the store, while started
 
 	hung     []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
 	waiting  []*waiting             // runners waiting for their turn in the job's RunLimit
@@ -84,9 +84,6 @@ func (j *Job) active(now time.Time) *active {
 	}
 	if x.store == nil {
 		x.store = NewMemoryStore(16)
-	}
-	if j.cfg.lease != nil {
-		x.reclaim = circulation.Bind(j.cfg.sched, j.reclaimTick)
 	}
 	j.x = x
 	return x
@@ -322,7 +319,7 @@ func (j *Job) refusal() error {
 }
 
 // drop returns the record of a pending run that will not run. It is
-// never a claimed run: reclaimTick hands those only to a runner of their
+// never a claimed run: takeOver hands those only to a runner of their
 // own, which leaves them to expire if it cannot start them.
 func (j *Job) drop(p pending, why error) Record {
 	return j.record(p.run, Skipped, why)
@@ -485,9 +482,8 @@ func (x *active) land(id uint64) {
 func (j *Job) exitLocked(x *active) {
 	x.runners--
 	j.quietLocked()
-	if x.look && j.freeLocked(x) && j.state == jobStarted && !j.paused() && !j.next.IsZero() {
-		x.look = false
-		fire(x.reclaim)
+	if x.look && !x.reclaiming && j.freeLocked(x) && j.state == jobStarted && !j.paused() && !j.next.IsZero() {
+		j.takeOverLocked(x)
 	}
 }
 
@@ -504,7 +500,7 @@ func (j *Job) freeLocked(x *active) bool {
 // quiet reports whether nothing of the job's runs: no runner, and no
 // callback of its timer. The caller holds j.mu.
 func (j *Job) quiet() bool {
-	return j.flags&jobBusy == 0 && (j.x == nil || j.x.runners == 0 && j.x.reports == 0)
+	return j.flags&jobBusy == 0 && (j.x == nil || j.x.runners == 0 && j.x.reports == 0 && !j.x.reclaiming)
 }
 
 // quietLocked wakes the Stop waiting for the job to be quiet, if it is.
@@ -1064,57 +1060,4 @@ func (j *Job) lastBefore(ctx context.Context, s Store, sched Schedule, gap, due 
 		}
 	}
 	return time.Time{}, nil
-}
-
-// reclaimTick is the Func of a LeaseStore job's reclaim Trigger: it takes
-// over the expired claims of the job's name, each a run with Reason
-// Recovered, and looks again after Lease(). It calls Reclaim only while
-// the overlap policy would start a run at once, so that no claim it takes
-// over waits, is skipped or is replaced; if the job is busy, it looks
-// again as soon as it is free (exitLocked). A claim that arrives when the
-// job is no longer free (a slot started a run meanwhile, or the job was
-// paused or stopped) is left as it is: its new lease expires, and a free
-// replica, or this one later, takes it over.
-func (j *Job) reclaimTick(ctx context.Context) (time.Duration, bool) {
-	ls := j.cfg.lease
-	node := j.cfg.nodeName()
-	for range 1000 {
-		j.mu.Lock()
-		x := j.x // set before the reclaim Trigger was bound
-		if j.state == jobStopped {
-			j.mu.Unlock()
-			return 0, false
-		}
-		if j.paused() {
-			j.mu.Unlock()
-			break
-		}
-		if !j.freeLocked(x) {
-			x.look = true
-			j.mu.Unlock()
-			break
-		}
-		x.look = false
-		j.mu.Unlock()
-		since := time.Now()
-		rec, err := ls.Reclaim(ctx, j.name, node)
-		if err != nil {
-			break
-		}
-		rec.Reason = Recovered
-		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, claim: &handover{rec: rec, since: since}}
-		j.mu.Lock()
-		started := j.state == jobStarted && !j.paused()
-		if started && j.freeLocked(x) {
-			x.runners++
-			j.spawnLocked(x, []pending{p}, true)
-		} else if started {
-			x.look = true
-		}
-		j.mu.Unlock()
-	}
-	if l := ls.Lease(); l > 0 {
-		return l, true
-	}
-	return 0, false // the store's lease went away: nothing will expire
 }

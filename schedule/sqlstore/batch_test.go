@@ -173,3 +173,32 @@ func TestBatchedPrune(t *testing.T) {
 		t.Logf("%d jobs pruned in %d batches", st.Prunes, st.PruneBatches)
 	})
 }
+
+// Expired lists the jobs with a running claim whose lease has expired,
+// once each, up to its limit.
+func TestExpired(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithLease(100*time.Millisecond))
+		for _, job := range []string{"a", "b", "c"} {
+			require.NoError(t, s.Claim(ctx, running(job, 0, "n")))
+			require.NoError(t, s.Claim(ctx, running(job, 1, "n")))
+		}
+		done := running("c", 0, "n")
+		done.Status = schedule.Succeeded
+		require.NoError(t, s.Finish(ctx, done))
+		names, err := s.Expired(ctx, 10)
+		require.NoError(t, err)
+		assert.Empty(t, names, "no lease has expired yet")
+		time.Sleep(150 * time.Millisecond)
+		require.NoError(t, s.Renew(ctx, running("c", 1, "n")), "c's lease is alive again")
+		names, err = s.Expired(ctx, 10)
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{"a", "b"}, names)
+		names, err = s.Expired(ctx, 1)
+		require.NoError(t, err)
+		assert.Len(t, names, 1)
+		names, err = s.Expired(ctx, 0)
+		require.NoError(t, err)
+		assert.Empty(t, names)
+	})
+}

@@ -73,3 +73,33 @@ func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record,
 	s.hold(w)
 	return w.record(), nil
 }
+
+// Expired returns the names of up to limit jobs that have a running claim
+// whose lease expired, by the database's clock. The schedule.Jobs of a
+// process on s look for expired claims with one call of it every quarter
+// of a lease, whatever their number: a million idle jobs cost four queries
+// a lease.
+func (s *Store) Expired(ctx context.Context, limit int) ([]string, error) {
+	s.mustBeMade()
+	if limit <= 0 {
+		return nil, nil
+	}
+	var names []string
+	err := s.retry(ctx, func() error {
+		names = names[:0]
+		return s.query(ctx, s.q.expiredJobs, func(rows *sql.Rows) error {
+			var job string
+			if err := rows.Scan(&job); err != nil {
+				return err
+			}
+			names = append(names, job)
+			return nil
+		}, limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: looking for expired claims: %w", err)
+	}
+	return names, nil
+}
+
+var _ schedule.ExpiredLister = (*Store)(nil)

@@ -13,7 +13,7 @@ type queries struct {
 	claim, adopt, pruned, unclaim   string
 	expired                         string
 	finish, last, history           string
-	renew, reclaim                  string
+	renew, reclaim, expiredJobs     string
 	pruneMark, pruneWater, pruneDel string
 }
 
@@ -39,6 +39,11 @@ ON CONFLICT (job, due) DO NOTHING`
 	// such read: with it, three replicas claiming each slot were slower
 	// (BenchmarkClaimFinish/SQLite/replicas=3).
 	expiredSQL = `SELECT EXISTS (SELECT 1 FROM {t} WHERE job = $1 AND status = 0 AND lease_until < {now})`
+
+	// expiredJobsSQL lists up to $1 jobs that have a running claim whose
+	// lease expired: one look for all the jobs of a Store. It reads the
+	// running rows only, through the index of them.
+	expiredJobsSQL = `SELECT DISTINCT job FROM {t} WHERE status = 0 AND lease_until < {now} LIMIT $1`
 
 	// adopt hands a running claim ($3, $4) of a slot, whose Claim failed
 	// but may have committed, to the claim $5 to $10 (see Store.adopt).
@@ -113,21 +118,22 @@ func (q queries) rewrite(s string) string {
 func (qs queries) build() queries {
 	q := qs.rewrite
 	return queries{
-		dialect:    qs.dialect,
-		table:      qs.table,
-		claim:      q(claimSQL),
-		adopt:      q(adoptSQL),
-		expired:    q(expiredSQL),
-		pruned:     q(prunedSQL),
-		unclaim:    q(unclaimSQL),
-		finish:     q(finishSQL),
-		last:       q(lastSQL),
-		history:    q(historySQL),
-		renew:      q(renewSQL),
-		reclaim:    q(reclaimSQL),
-		pruneMark:  q(pruneMarkSQL),
-		pruneWater: q(pruneWaterSQL),
-		pruneDel:   q(pruneDelSQL),
+		dialect:     qs.dialect,
+		table:       qs.table,
+		claim:       q(claimSQL),
+		adopt:       q(adoptSQL),
+		expired:     q(expiredSQL),
+		pruned:      q(prunedSQL),
+		unclaim:     q(unclaimSQL),
+		finish:      q(finishSQL),
+		last:        q(lastSQL),
+		history:     q(historySQL),
+		renew:       q(renewSQL),
+		reclaim:     q(reclaimSQL),
+		expiredJobs: q(expiredJobsSQL),
+		pruneMark:   q(pruneMarkSQL),
+		pruneWater:  q(pruneWaterSQL),
+		pruneDel:    q(pruneDelSQL),
 	}
 }
 

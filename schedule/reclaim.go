@@ -1,0 +1,274 @@
+package schedule
+
+import (
+	"context"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// An ExpiredLister is a LeaseStore that lists, in one call, the jobs that
+// have expired claims. The jobs of a process on a LeaseStore share one
+// look for expired claims: on an ExpiredLister it costs one call every
+// quarter of a lease, whatever the number of jobs, where a LeaseStore
+// without it is asked for the expired claims of each job every lease.
+type ExpiredLister interface {
+	LeaseStore
+	// Expired returns the names of up to limit jobs that have a running
+	// claim whose lease has expired, in no particular order.
+	Expired(ctx context.Context, limit int) ([]string, error)
+}
+
+// expiredLimit bounds the names an ExpiredLister returns at each look.
+const expiredLimit = 1000
+
+// A reclaimer looks for the expired claims of the jobs of one LeaseStore
+// in this process, and offers each name it finds to a job of that name,
+// which takes the claims over if it is free (Job.offer). It looks when its
+// first job starts, soon after another does, and then every Lease() (every
+// Lease()/4 on an ExpiredLister) while it has jobs: one Trigger per Store,
+// on the runtime's timers, not a timer per job.
+type reclaimer struct {
+	ls    LeaseStore
+	list  ExpiredLister // ls, if it lists the jobs with expired claims
+	every time.Duration
+	t     *circulation.Trigger
+
+	mu   sync.Mutex
+	jobs map[string][]*Job // the started jobs on ls, by name
+}
+
+// reclaimers holds the reclaimer of each LeaseStore that has jobs started.
+var reclaimers struct {
+	mu sync.Mutex
+	m  map[any]*reclaimer
+}
+
+// unwrapped is a Store that wraps another, such as a Table's view of its
+// own, and is the same store for the jobs on it.
+type unwrapped interface {
+	Unwrap() Store
+}
+
+// inner returns the store ls wraps, if any, or ls: the jobs on wrappers of
+// one store share one look for expired claims, on the inner store if it
+// is a LeaseStore.
+func inner(ls LeaseStore) LeaseStore {
+	var s Store = ls
+	for {
+		u, ok := s.(unwrapped)
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	if l, ok := s.(LeaseStore); ok && l.Lease() > 0 {
+		return l
+	}
+	return ls
+}
+
+// storeKey returns the key of the reclaimer of ls, its inner store. A
+// store that cannot be a map key gets none: its job looks for itself.
+func storeKey(ls LeaseStore) (any, bool) {
+	s := inner(ls)
+	v := reflect.ValueOf(s)
+	if !v.Comparable() || !v.Equal(v) {
+		return nil, false
+	}
+	return s, true
+}
+
+// enlist adds j, a started job on a LeaseStore, to the reclaimer of its
+// store, making it if need be, and has it look for expired claims soon.
+func (j *Job) enlist() {
+	ls := j.cfg.lease
+	key, ok := storeKey(ls)
+	reclaimers.mu.Lock()
+	var r *reclaimer
+	if ok {
+		r = reclaimers.m[key]
+	}
+	if r == nil {
+		r = newReclaimer(ls)
+		if ok {
+			if reclaimers.m == nil {
+				reclaimers.m = map[any]*reclaimer{}
+			}
+			reclaimers.m[key] = r
+		}
+	}
+	r.mu.Lock()
+	first := len(r.jobs) == 0
+	r.jobs[j.name] = append(r.jobs[j.name], j)
+	r.mu.Unlock()
+	reclaimers.mu.Unlock()
+	j.mu.Lock()
+	if j.x != nil {
+		j.x.reclaimer = r
+	}
+	j.mu.Unlock()
+	if first {
+		r.t.Fire()
+	} else {
+		r.t.FireWithin(time.Second) // the starts of many jobs make one look
+	}
+}
+
+// delist removes j from its reclaimer, and the reclaimer from reclaimers
+// once it has no job. It returns the reclaimer's Trigger if it stopped,
+// for Stop to wait for.
+func (j *Job) delist() *circulation.Trigger {
+	j.mu.Lock()
+	var r *reclaimer
+	if j.x != nil {
+		r, j.x.reclaimer = j.x.reclaimer, nil
+	}
+	j.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	reclaimers.mu.Lock()
+	defer reclaimers.mu.Unlock()
+	r.mu.Lock()
+	js := slices.DeleteFunc(r.jobs[j.name], func(k *Job) bool { return k == j })
+	if len(js) == 0 {
+		delete(r.jobs, j.name)
+	} else {
+		r.jobs[j.name] = js
+	}
+	empty := len(r.jobs) == 0
+	r.mu.Unlock()
+	if !empty {
+		return nil
+	}
+	if key, ok := storeKey(r.ls); ok && reclaimers.m[key] == r {
+		delete(reclaimers.m, key)
+	}
+	r.t.Suspend()
+	return r.t
+}
+
+func newReclaimer(ls LeaseStore) *reclaimer {
+	ls = inner(ls)
+	r := &reclaimer{ls: ls, every: ls.Lease(), jobs: map[string][]*Job{}}
+	if l, ok := ls.(ExpiredLister); ok {
+		r.list, r.every = l, ls.Lease()/4
+	}
+	r.t = circulation.Bind(nil, r.look)
+	return r
+}
+
+// look is the reclaimer's Func: it offers the name of each job with an
+// expired claim (each job's name, on a store that cannot list them) to a
+// job of that name.
+func (r *reclaimer) look(ctx context.Context) (time.Duration, bool) {
+	r.mu.Lock()
+	if len(r.jobs) == 0 {
+		r.mu.Unlock()
+		return 0, false
+	}
+	var names []string
+	if r.list == nil {
+		names = slices.Collect(maps.Keys(r.jobs))
+	}
+	r.mu.Unlock()
+	if r.list != nil {
+		var err error
+		if names, err = r.list.Expired(ctx, expiredLimit); err != nil {
+			names = nil // the store fails: look again later
+		}
+	}
+	for _, name := range names {
+		r.mu.Lock()
+		js := slices.Clone(r.jobs[name])
+		r.mu.Unlock()
+		for _, j := range js {
+			if j.offer() {
+				break
+			}
+		}
+	}
+	return r.every, r.every > 0
+}
+
+// offer asks j to take over the expired claims of its name. It reports
+// whether j took them, or is taking claims over already; if j is busy,
+// it looks for itself as soon as it is free (exitLocked).
+func (j *Job) offer() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	x := j.x
+	if x == nil || j.state != jobStarted || j.paused() || j.next.IsZero() {
+		return false
+	}
+	if x.reclaiming {
+		return true
+	}
+	if !j.freeLocked(x) {
+		x.look = true
+		return false
+	}
+	j.takeOverLocked(x)
+	return true
+}
+
+// takeOverLocked starts a goroutine that takes over the expired claims of
+// the job's name. The caller holds j.mu.
+func (j *Job) takeOverLocked(x *active) {
+	x.look = false
+	x.reclaiming = true
+	go j.takeOver(x)
+}
+
+// takeOver takes over the expired claims of the job's name, each a run
+// with Reason Recovered, while the overlap policy would start a run at
+// once, so that no claim it takes over waits, is skipped or is replaced;
+// if the job is busy, it looks again as soon as it is free (exitLocked).
+// A claim that arrives when the job is no longer free (a slot started a
+// run meanwhile, or the job was paused or stopped) is left as it is: its
+// new lease expires, and a free replica, or this one later, takes it over.
+func (j *Job) takeOver(x *active) {
+	defer func() {
+		j.mu.Lock()
+		x.reclaiming = false
+		j.quietLocked()
+		j.mu.Unlock()
+	}()
+	ls := j.cfg.lease
+	node := j.cfg.nodeName()
+	ctx := context.Background()
+	for range 1000 {
+		j.mu.Lock()
+		if j.state != jobStarted || j.paused() {
+			j.mu.Unlock()
+			return
+		}
+		if !j.freeLocked(x) {
+			x.look = true
+			j.mu.Unlock()
+			return
+		}
+		j.mu.Unlock()
+		since := time.Now()
+		rec, err := ls.Reclaim(ctx, j.name, node)
+		if err != nil {
+			return
+		}
+		rec.Reason = Recovered
+		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, claim: &handover{rec: rec, since: since}}
+		j.mu.Lock()
+		started := j.state == jobStarted && !j.paused()
+		if started && j.freeLocked(x) {
+			x.runners++
+			j.spawnLocked(x, []pending{p}, true)
+		} else if started {
+			x.look = true
+		}
+		j.mu.Unlock()
+	}
+}
