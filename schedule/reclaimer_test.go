@@ -34,7 +34,9 @@ func (s *countingLeaseStore) Reclaim(ctx context.Context, job, node string) (sch
 // expired claims.
 type plainLeaseStore struct{ c *countingLeaseStore }
 
-func (s plainLeaseStore) Claim(ctx context.Context, r schedule.Record) error { return s.c.Claim(ctx, r) }
+func (s plainLeaseStore) Claim(ctx context.Context, r schedule.Record) error {
+	return s.c.Claim(ctx, r)
+}
 func (s plainLeaseStore) Finish(ctx context.Context, r schedule.Record) error {
 	return s.c.Finish(ctx, r)
 }
@@ -44,8 +46,10 @@ func (s plainLeaseStore) Last(ctx context.Context, job string) (schedule.Record,
 func (s plainLeaseStore) History(ctx context.Context, job string, n int) ([]schedule.Record, error) {
 	return s.c.History(ctx, job, n)
 }
-func (s plainLeaseStore) Lease() time.Duration                               { return s.c.Lease() }
-func (s plainLeaseStore) Renew(ctx context.Context, r schedule.Record) error { return s.c.Renew(ctx, r) }
+func (s plainLeaseStore) Lease() time.Duration { return s.c.Lease() }
+func (s plainLeaseStore) Renew(ctx context.Context, r schedule.Record) error {
+	return s.c.Renew(ctx, r)
+}
 func (s plainLeaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
 	return s.c.Reclaim(ctx, job, node)
 }
