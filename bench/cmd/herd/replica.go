@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
+	"github.com/circulation-go/circulation/wheel"
+)
+
+// table is the herd's table of run records.
+const table = "herd"
+
+// openStore opens the database and Store of o.
+func openStore(o options) (*sqlstore.Store, *sql.DB, error) {
+	var db *sql.DB
+	var err error
+	d := sqlstore.PostgreSQL
+	if o.Store == "sqlite" {
+		d = sqlstore.SQLite
+		db, err = sqlstore.OpenSQLite(o.DSN)
+	} else {
+		db, err = sql.Open("pgx", o.DSN)
+		if err == nil {
+			db.SetMaxOpenConns(o.Pool)
+			db.SetMaxIdleConns(o.Pool)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := sqlstore.New(context.Background(), db, d, sqlstore.WithTable(table), sqlstore.WithLease(o.Lease))
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return s, db, nil
+}
+
+// A start is one start of a job's Func.
+type start struct {
+	job  int32
+	late int64
+}
+
+// replica runs every job of the herd on the shared table, until its
+// standard input closes; then it stops them and prints its result.
+func replica(o options) error {
+	begin := time.Now()
+	store, db, err := openStore(o)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	due := time.Unix(0, o.Due)
+	w := wheel.New()
+	defer w.Stop()
+	starts := make([]start, 2*o.Jobs)
+	var n atomic.Int64
+	jobs := make([]*schedule.Job, o.Jobs)
+	for i := range jobs {
+		f := func(context.Context, schedule.Run) error {
+			if k := n.Add(1) - 1; int(k) < len(starts) {
+				starts[k] = start{job: int32(i), late: int64(time.Since(due))}
+			}
+			return nil
+		}
+		jobs[i] = schedule.NewJob("h"+strconv.Itoa(i), schedule.Once(due), f,
+			schedule.WithStore(store), schedule.WithScheduler(w), schedule.WithNode(o.Node))
+	}
+	if err := each(jobs, func(j *schedule.Job) error { return j.Start(context.Background()) }); err != nil {
+		return err
+	}
+	setup := time.Since(begin)
+	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "ready")
+	out.Flush()
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	waiting := store.RunLimit().Waiting()
+	if err := each(jobs, func(j *schedule.Job) error { return j.Stop(context.Background()) }); err != nil {
+		return err
+	}
+	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
+	for _, s := range starts[:min(int(n.Load()), len(starts))] {
+		r.Starts = append(r.Starts, s.job)
+		r.Late = append(r.Late, s.late)
+	}
+	if err := json.NewEncoder(out).Encode(r); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// each calls f for every job, 64 at a time, and returns the first error.
+func each(jobs []*schedule.Job, f func(*schedule.Job) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, 64)
+	for w := range errs {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if int(i) >= len(jobs) {
+					return
+				}
+				if err := f(jobs[i]); err != nil && errs[w] == nil {
+					errs[w] = err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peakRSS returns the process's peak resident memory (VmHWM), in bytes.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// cpuTime returns the process's user and system time.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// statsMap returns the fields of a Store's Stats by name.
+func statsMap(st sqlstore.Stats) map[string]uint64 {
+	m := map[string]uint64{}
+	v := reflect.ValueOf(st)
+	for i := range v.NumField() {
+		m[v.Type().Field(i).Name] = v.Field(i).Uint()
+	}
+	return m
+}
