@@ -222,20 +222,20 @@ func replicaArgs(o options, node string) []string {
 
 // A summary is a herd's figures.
 type summary struct {
-	Store                   string
-	Lib                     string `json:",omitempty"`
-	Jobs, Replicas          int
-	Lease                   time.Duration `json:",omitempty"`
-	AllStarted              time.Duration // the last first start, after the due time
-	LateP50, LateP99        time.Duration
-	AllRecorded             time.Duration `json:",omitempty"` // until every run had a Succeeded record
-	RunsPerSecond           float64
-	RanTwice, NeverRan      int
-	StatementsPerSlot       float64   `json:",omitempty"`
-	PeakRSSMB               []float64 // per process
-	CPUSeconds              []float64 // per process
-	SetupSeconds            []float64 // per process: creating and starting its jobs
-	Stats                   []map[string]uint64 `json:",omitempty"`
+	Store              string
+	Lib                string `json:",omitempty"`
+	Jobs, Replicas     int
+	Lease              time.Duration `json:",omitempty"`
+	AllStarted         time.Duration // the last first start, after the due time
+	LateP50, LateP99   time.Duration
+	AllRecorded        time.Duration `json:",omitempty"` // until every run had a Succeeded record
+	RunsPerSecond      float64
+	RanTwice, NeverRan int
+	StatementsPerSlot  float64             `json:",omitempty"`
+	PeakRSSMB          []float64           // per process
+	CPUSeconds         []float64           // per process
+	SetupSeconds       []float64           // per process: creating and starting its jobs
+	Stats              []map[string]uint64 `json:",omitempty"`
 }
 
 func report(o options, due time.Time, recorded time.Duration, rs []result) error {
