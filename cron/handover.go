@@ -72,6 +72,35 @@ func (s handoverLeaseStore) Reclaim(ctx context.Context, job, node string) (sche
 	return s.lease.Reclaim(ctx, job, node)
 }
 
+// LastOf reads the last records of many jobs in one call if the Store can,
+// and one by one if not, with the handover's record for those that have
+// none.
+func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]schedule.Record, error) {
+	m := map[string]schedule.Record{}
+	if lr, ok := s.Store.(schedule.LastReader); ok {
+		var err error
+		if m, err = lr.LastOf(ctx, jobs); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, j := range jobs {
+			r, err := s.Store.Last(ctx, j)
+			switch {
+			case err == nil:
+				m[j] = r
+			case !errors.Is(err, schedule.ErrNoRecord):
+				return nil, err
+			}
+		}
+	}
+	for _, j := range jobs {
+		if _, ok := m[j]; !ok {
+			m[j] = schedule.Record{Job: j, Due: s.since, Status: schedule.Skipped}
+		}
+	}
+	return m, nil
+}
+
 // ClaimQueued is the Store's, if it queues claims; otherwise it is Claim,
 // and the lease began no earlier than the call.
 func (s handoverLeaseStore) ClaimQueued(ctx context.Context, r schedule.Record) (time.Time, error) {

@@ -213,17 +213,29 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			t.reschedule(e)
 		}()
 	}
+	byJob := map[*schedule.Job]*entry{}
+	var jobs []*schedule.Job
 	for _, e := range starts {
 		if e.after != nil {
 			go t.startAfter(context.WithoutCancel(ctx), e)
 			continue
 		}
-		var err error
-		func() {
-			defer refuse()
-			err = e.job.Start(ctx)
-		}()
-		if err == nil || errors.Is(err, schedule.ErrStopped) || errors.Is(err, schedule.ErrStarted) {
+		byJob[e.job] = e
+		jobs = append(jobs, e.job)
+	}
+	// The jobs read their last records together, if the store can.
+	var started error
+	func() {
+		defer refuse()
+		started = schedule.StartAll(ctx, jobs...)
+	}()
+	for _, err := range unjoin(started) {
+		var se *schedule.StartError
+		if !errors.As(err, &se) {
+			continue
+		}
+		err = se.Err
+		if errors.Is(err, schedule.ErrStopped) || errors.Is(err, schedule.ErrStarted) {
 			// ErrStopped: a concurrent Apply drained the task, or Stop
 			// stopped the Table, while the job read the store. The task
 			// was applied, then removed; whoever stopped it owns it. No
@@ -231,6 +243,7 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			// would not be this Apply's to undo either.
 			continue
 		}
+		e := byJob[se.Job]
 		name := e.job.Name()
 		errs = append(errs, &TaskError{Task: name, Field: "start", Err: err})
 		t.mu.Lock()
@@ -373,4 +386,15 @@ func (t *Table) Stop(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// unjoin returns the errors err joins, or err alone.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

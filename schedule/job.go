@@ -122,6 +122,19 @@ var ErrStopped = errors.New("schedule: job stopped")
 // can then be started again); and the store's error if it cannot hold the
 // job's name (see JobChecker).
 func (j *Job) Start(ctx context.Context) error {
+	return j.start(ctx, nil)
+}
+
+// lastRead is what a read of a job's last record found: the record, or
+// ErrNoRecord, or the store's error.
+type lastRead struct {
+	rec Record
+	err error
+}
+
+// start is Start, with the job's last record read already if read is not
+// nil (StartAll).
+func (j *Job) start(ctx context.Context, read *lastRead) error {
 	j.mu.Lock()
 	switch j.state {
 	case jobNew:
@@ -153,7 +166,11 @@ func (j *Job) Start(ctx context.Context) error {
 	var last Record
 	known, outage := false, false
 	if s := j.cfg.store; s != nil {
-		r, err := s.Last(ctx, j.name)
+		if read == nil {
+			read = &lastRead{}
+			read.rec, read.err = s.Last(ctx, j.name)
+		}
+		r, err := read.rec, read.err
 		switch {
 		case err == nil:
 			last, known = r, true

@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -76,8 +75,7 @@ func inner(ls LeaseStore) LeaseStore {
 // store that cannot be a map key gets none: its job looks for itself.
 func storeKey(ls LeaseStore) (any, bool) {
 	s := inner(ls)
-	v := reflect.ValueOf(s)
-	if !v.Comparable() || !v.Equal(v) {
+	if !isKey(s) {
 		return nil, false
 	}
 	return s, true

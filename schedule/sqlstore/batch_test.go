@@ -202,3 +202,35 @@ func TestExpired(t *testing.T) {
 		assert.Empty(t, names)
 	})
 }
+
+// LastOf reads the last records of many jobs at once, the same as Last
+// reads them one by one; StartAll starts jobs on it.
+func TestLastOf(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(10, 10))
+		var names []string
+		for i := range 2500 {
+			names = append(names, fmt.Sprint("job-", i))
+		}
+		var wg sync.WaitGroup
+		for i, job := range names[:2000] {
+			wg.Go(func() {
+				for k := range i%3 + 1 {
+					r := running(job, k, "n")
+					if err := s.Claim(ctx, r); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		last, err := s.LastOf(ctx, append(names, "quote \" and \\"))
+		require.NoError(t, err)
+		assert.Len(t, last, 2000, "the 500 jobs without records are absent")
+		for _, job := range names[:2000] {
+			want, err := s.Last(ctx, job)
+			require.NoError(t, err)
+			assert.Equal(t, want, last[job], job)
+		}
+	})
+}

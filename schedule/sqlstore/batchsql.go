@@ -35,6 +35,20 @@ func jobsSQL(d Dialect) string {
 type batchQueries struct {
 	claim, pruned, finish, renew string
 	pruneWater, pruneDel         string
+	lastOf                       string
+}
+
+// lastOfSQL returns the last record of each job of the JSON array of
+// names in $1 that has one: on PostgreSQL a lookup of the primary key's
+// index for each, on SQLite the latest due of each job first.
+func lastOfSQL(d Dialect) string {
+	if d == PostgreSQL {
+		return `SELECT l.job, l.due, l.reason, l.status, l.start_ns, l.end_ns, l.node, l.err, l.attempt
+FROM json_array_elements_text(CAST($1 AS json)) AS x(j)
+CROSS JOIN LATERAL (SELECT ` + columns + ` FROM {t} WHERE job = x.j ORDER BY due DESC LIMIT 1) AS l`
+	}
+	return `SELECT ` + columns + ` FROM {t} WHERE (job, due) IN (
+	SELECT job, MAX(due) FROM {t} WHERE job IN (SELECT value FROM json_each($1)) GROUP BY job)`
 }
 
 // The batch statements, with {b} for the records of $1, {jobs} for the job
@@ -105,6 +119,7 @@ func buildBatchQueries(d Dialect, table string) batchQueries {
 		renew:      q(renewBatchSQL),
 		pruneWater: q(pruneWaterBatchSQL),
 		pruneDel:   q(pruneDelBatchSQL),
+		lastOf:     q(lastOfSQL(d)),
 	}
 }
 

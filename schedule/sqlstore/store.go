@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -458,6 +459,41 @@ func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
 	}
 	return w.record(), nil
 }
+
+// LastOf returns the record with the latest Due of each of jobs that has
+// one, by job name, in one statement per thousand jobs: schedule.StartAll
+// reads the last records of the jobs it starts with it.
+func (s *Store) LastOf(ctx context.Context, jobs []string) (map[string]schedule.Record, error) {
+	s.mustBeMade()
+	last := make(map[string]schedule.Record, len(jobs))
+	for chunk := range slices.Chunk(jobs, maxBatch) {
+		var buf []byte
+		buf = append(buf, '[')
+		for i, j := range chunk {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, toText(j))
+		}
+		buf = append(buf, ']')
+		err := s.retry(ctx, func() error {
+			return s.query(ctx, s.bq.lastOf, func(rows *sql.Rows) error {
+				w, err := scanRow(rows)
+				if err != nil {
+					return err
+				}
+				last[w.job] = w.record()
+				return nil
+			}, string(buf))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: reading the last records of %d jobs: %w", len(jobs), err)
+		}
+	}
+	return last, nil
+}
+
+var _ schedule.LastReader = (*Store)(nil)
 
 // History returns up to limit records of job, newest Due first. A limit of
 // 0 returns none; a negative limit is an error.

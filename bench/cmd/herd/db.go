@@ -73,7 +73,7 @@ func idle(o options) error {
 			schedule.WithStore(store), schedule.WithScheduler(w))
 	}
 	begin := time.Now()
-	if err := each(jobs, func(j *schedule.Job) error { return j.Start(context.Background()) }); err != nil {
+	if err := schedule.StartAll(context.Background(), jobs...); err != nil {
 		return err
 	}
 	setup := time.Since(begin)

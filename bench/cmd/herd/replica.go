@@ -84,7 +84,7 @@ func replica(o options) error {
 		jobs[i] = schedule.NewJob("h"+strconv.Itoa(i), schedule.Once(due), f,
 			schedule.WithStore(store), schedule.WithScheduler(w), schedule.WithNode(o.Node))
 	}
-	if err := each(jobs, func(j *schedule.Job) error { return j.Start(context.Background()) }); err != nil {
+	if err := schedule.StartAll(context.Background(), jobs...); err != nil {
 		return err
 	}
 	setup := time.Since(begin)
