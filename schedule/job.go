@@ -194,7 +194,7 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		}
 		j.state = jobStarted
 		now := time.Now().Round(0)
-		if known || outage || j.cfg.lease != nil {
+		if known || outage {
 			x := j.active(now)
 			if known || outage {
 				x.floor = time.Time{}

@@ -82,18 +82,21 @@ func storeKey(ls LeaseStore) (any, bool) {
 }
 
 // enlist adds j, a started job on a LeaseStore, to the reclaimer of its
-// store, making it if need be, and has it look for expired claims soon.
+// store, making it if need be, and has it look for expired claims soon. A
+// job whose store cannot be a map key has a reclaimer of its own, which it
+// keeps in its active state; the others find theirs in reclaimers, so that
+// an idle job holds nothing for it.
 func (j *Job) enlist() {
 	ls := j.cfg.lease
-	key, ok := storeKey(ls)
+	key, shared := storeKey(ls)
 	reclaimers.mu.Lock()
 	var r *reclaimer
-	if ok {
+	if shared {
 		r = reclaimers.m[key]
 	}
 	if r == nil {
 		r = newReclaimer(ls)
-		if ok {
+		if shared {
 			if reclaimers.m == nil {
 				reclaimers.m = map[any]*reclaimer{}
 			}
@@ -105,11 +108,11 @@ func (j *Job) enlist() {
 	r.jobs[j.name] = append(r.jobs[j.name], j)
 	r.mu.Unlock()
 	reclaimers.mu.Unlock()
-	j.mu.Lock()
-	if j.x != nil {
-		j.x.reclaimer = r
+	if !shared {
+		j.mu.Lock()
+		j.active(time.Now().Round(0)).reclaimer = r
+		j.mu.Unlock()
 	}
-	j.mu.Unlock()
 	if first {
 		r.t.Fire()
 	} else {
@@ -121,19 +124,34 @@ func (j *Job) enlist() {
 // once it has no job. It returns the reclaimer's Trigger if it stopped,
 // for Stop to wait for.
 func (j *Job) delist() *circulation.Trigger {
-	j.mu.Lock()
-	var r *reclaimer
-	if j.x != nil {
-		r, j.x.reclaimer = j.x.reclaimer, nil
+	ls := j.cfg.lease
+	if ls == nil {
+		return nil
 	}
-	j.mu.Unlock()
+	key, shared := storeKey(ls)
+	reclaimers.mu.Lock()
+	defer reclaimers.mu.Unlock()
+	var r *reclaimer
+	if shared {
+		r = reclaimers.m[key]
+	} else {
+		j.mu.Lock()
+		if j.x != nil {
+			r, j.x.reclaimer = j.x.reclaimer, nil
+		}
+		j.mu.Unlock()
+	}
 	if r == nil {
 		return nil
 	}
-	reclaimers.mu.Lock()
-	defer reclaimers.mu.Unlock()
 	r.mu.Lock()
-	js := slices.DeleteFunc(r.jobs[j.name], func(k *Job) bool { return k == j })
+	js := r.jobs[j.name]
+	i := slices.Index(js, j)
+	if i < 0 {
+		r.mu.Unlock()
+		return nil // never enlisted, or delisted before
+	}
+	js = slices.Delete(js, i, i+1)
 	if len(js) == 0 {
 		delete(r.jobs, j.name)
 	} else {
@@ -144,7 +162,7 @@ func (j *Job) delist() *circulation.Trigger {
 	if !empty {
 		return nil
 	}
-	if key, ok := storeKey(r.ls); ok && reclaimers.m[key] == r {
+	if shared {
 		delete(reclaimers.m, key)
 	}
 	r.t.Suspend()
@@ -200,10 +218,11 @@ func (r *reclaimer) look(ctx context.Context) (time.Duration, bool) {
 func (j *Job) offer() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	x := j.x
-	if x == nil || j.state != jobStarted || j.paused() || j.next.IsZero() {
+	if j.state != jobStarted || j.paused() || j.next.IsZero() {
 		return false
 	}
+	x := j.active(time.Now().Round(0)) // a job that never ran makes it now
+
 	if x.reclaiming {
 		return true
 	}
