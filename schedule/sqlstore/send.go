@@ -92,6 +92,9 @@ func (s *Store) checkPrunedBatch(ctx context.Context, rs []*request) error {
 	if len(won) == 0 {
 		return nil
 	}
+	if len(won) == 1 {
+		return s.checkPrunedOne(ctx, won[0])
+	}
 	passed := map[slotKey]bool{}
 	err := s.query(ctx, s.bq.pruned, func(sc *sql.Rows) error {
 		var k slotKey
@@ -121,6 +124,25 @@ func (s *Store) checkPrunedBatch(ctx context.Context, rs []*request) error {
 		}
 		r.ok, r.pruned = false, true
 	}
+	return nil
+}
+
+// checkPrunedOne is checkPrunedBatch for one claim, in the statement of a
+// single call.
+func (s *Store) checkPrunedOne(ctx context.Context, r *request) error {
+	w := r.w
+	var k int
+	if err := s.queryRow(ctx, s.q.pruned, w.job, w.due).Scan(&k); err != nil {
+		r.ok, r.err = false, err
+		return nil
+	}
+	if k == 0 {
+		return nil
+	}
+	if _, err := s.exec(ctx, s.q.unclaim, w.job, w.due, w.node, w.attempt, w.status); err != nil {
+		r.err = err
+	}
+	r.ok, r.pruned = false, true
 	return nil
 }
 
