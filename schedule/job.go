@@ -82,15 +82,16 @@ func NewJob(name string, s Schedule, f Func, opts ...Option) *Job {
 	case f == nil:
 		panic("schedule: NewJob with a nil Func")
 	}
+	if len(opts) == 1 {
+		if p, ok := opts[0].(preset); ok {
+			return &Job{name: name, f: f, sched: s, cfg: p.shared(), w: watchFor(p.c.sched)}
+		}
+	}
 	c := *defaultConfig
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	if !c.limitSet {
-		if l, ok := c.store.(limited); ok {
-			c.limit = l.RunLimit()
-		}
-	}
+	c.limitFromStore()
 	j := &Job{name: name, f: f, sched: s, cfg: defaultConfig, w: watchFor(c.sched)}
 	if !c.isDefault() {
 		j.cfg = &c
@@ -194,11 +195,11 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		}
 		j.state = jobStarted
 		now := time.Now().Round(0)
-		if known || outage {
-			x := j.active(now)
-			if known || outage {
-				x.floor = time.Time{}
-			}
+		if outage {
+			// Slots before the start may be owed: nothing is beneath
+			// catching up. (A job that read its last record makes its
+			// active state when it first needs it, as any other.)
+			j.active(now).floor = time.Time{}
 		}
 		if j.paused() {
 			return // a job started paused misses nothing before its start

@@ -104,3 +104,24 @@ func TestRunLimitGoexit(t *testing.T) {
 		stop(t, other)
 	})
 }
+
+// Jobs made with a Preset alone share its settings, and behave as jobs
+// given its options one by one.
+func TestPreset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := schedule.NewRunLimit(1)
+		var l journal
+		p := schedule.Preset(schedule.WithRunLimit(lim), schedule.WithObserver(l.observe), schedule.WithOverlap(schedule.OverlapSkip))
+		a := schedule.NewJob("a", schedule.Every(time.Hour), l.work(90*time.Minute), p)
+		b := schedule.NewJob("b", schedule.Every(time.Hour), l.work(time.Second), p, schedule.WithNode("b"))
+		start(t, a)
+		start(t, b)
+		time.Sleep(time.Hour + time.Second)
+		synctest.Wait()
+		assert.Equal(t, 1, lim.Running(), "a's run holds the limit both share")
+		assert.Equal(t, 1, lim.Waiting())
+		stop(t, a)
+		stop(t, b)
+		assert.Len(t, l.recs(), 2, "a's run, canceled; b's, skipped")
+	})
+}

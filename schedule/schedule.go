@@ -27,6 +27,7 @@
 package schedule
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -167,20 +168,47 @@ func Between(s Schedule, start, end time.Time) Schedule {
 	if s == nil {
 		panic("schedule: Between with a nil Schedule")
 	}
-	return between{s: s, start: start.Round(0), end: end.Round(0)}
+	b := &between{s: s, start: math.MinInt64, end: math.MaxInt64}
+	if !start.IsZero() {
+		b.start = clampNanos(start)
+	}
+	if !end.IsZero() {
+		b.end = clampNanos(end)
+	}
+	return b
 }
 
+// between holds its bounds as Unix nanoseconds, in 32 bytes, for the
+// millions of windows of the tasks users define; an open side is the
+// smallest or largest int64.
 type between struct {
 	s          Schedule
-	start, end time.Time
+	start, end int64
 }
 
-func (b between) Next(t time.Time) time.Time {
-	if !b.start.IsZero() && t.Before(b.start) {
-		t = b.start.Add(-1) // the first time of s at or after start
+// clampNanos returns t in Unix nanoseconds, clamped to the int64 range:
+// years 1678 to 2262 are exact, earlier and later times the bounds.
+func clampNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minNanos):
+		return math.MinInt64 + 1
+	case t.After(maxNanos):
+		return math.MaxInt64 - 1
+	}
+	return t.UnixNano()
+}
+
+var (
+	minNanos = time.Unix(0, math.MinInt64+1)
+	maxNanos = time.Unix(0, math.MaxInt64-1)
+)
+
+func (b *between) Next(t time.Time) time.Time {
+	if b.start != math.MinInt64 && clampNanos(t) < b.start {
+		t = time.Unix(0, b.start-1).In(t.Location()) // the first time of s at or after start
 	}
 	n := b.s.Next(t)
-	if n.IsZero() || !n.After(t) || (!b.end.IsZero() && n.After(b.end)) {
+	if n.IsZero() || !n.After(t) || (b.end != math.MaxInt64 && clampNanos(n) > b.end) {
 		return time.Time{}
 	}
 	return n
