@@ -113,10 +113,10 @@ func TestPreset(t *testing.T) {
 		var l journal
 		p := schedule.Preset(schedule.WithRunLimit(lim), schedule.WithObserver(l.observe), schedule.WithOverlap(schedule.OverlapSkip))
 		a := schedule.NewJob("a", schedule.Every(time.Hour), l.work(90*time.Minute), p)
-		b := schedule.NewJob("b", schedule.Every(time.Hour), l.work(time.Second), p, schedule.WithNode("b"))
+		b := schedule.NewJob("b", schedule.Once(at(time.Hour+time.Minute)), l.work(time.Second), p, schedule.WithNode("b"))
 		start(t, a)
 		start(t, b)
-		time.Sleep(time.Hour + time.Second)
+		time.Sleep(time.Hour + time.Minute + time.Second)
 		synctest.Wait()
 		assert.Equal(t, 1, lim.Running(), "a's run holds the limit both share")
 		assert.Equal(t, 1, lim.Waiting())
