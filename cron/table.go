@@ -3,7 +3,6 @@ package cron
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,21 +34,28 @@ type Table struct {
 	flying   *tracker // the runs in flight of every job, by name
 	jobOpts  []schedule.Option
 
+	specs  sync.Map     // the Schedules of the specs read, by specKey: a spec the tasks share is read once
+	nspecs atomic.Int64 // specs read
+
 	mu       sync.Mutex // guards the fields below
 	tasks    map[string]*entry
-	last     map[string]*entry // the latest entry of each name, in tasks or not
+	last     map[string]*entry // the latest entry of each name that was removed and whose job has not stopped yet
 	draining map[*entry]bool   // removed or replaced, until their job has stopped
 	stopped  bool
+	gen      uint32         // the latest Apply's
 	bg       sync.WaitGroup // drains, and starts waiting for them; added to holding mu, while not stopped
 }
 
-// An entry is a task loaded in a Table: its job and its definition.
+// An entry is a task loaded in a Table: its job and its definition. It
+// takes 48 bytes.
 type entry struct {
+	t       *Table
 	job     *schedule.Job
 	c       atomic.Pointer[compiled] // written by Apply, read by the job's runs
-	seen    time.Time                // when the Table first loaded the task: a Once task's anchor
-	stopped chan struct{}            // closed when the job has stopped, and after's has
 	after   *entry                   // the previous entry of the name, whose job must stop before this one starts
+	applied uint32                   // the latest Apply whose definitions named the task; guarded by Table.mu
+	done    bool                     // its job has stopped, and after's has; guarded by Table.mu
+	stopped chan struct{}            // closed when done, made by the first who waits; guarded by Table.mu
 }
 
 // Changes lists the tasks an Apply added, changed and removed, by name, in
@@ -109,33 +115,37 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 // the Scheduler's panic on to its caller; the Table stays usable, and
 // Stop returns.
 func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
+	// Read the definitions in force, so that an unchanged definition is
+	// not compiled again: with a million tasks, only what changed costs.
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return Changes{}, ErrTableStopped
+	}
+	cur := make([]*compiled, len(defs))
+	for i := range defs {
+		if e := t.tasks[defs[i].Name]; e != nil {
+			cur[i] = e.c.Load()
+		}
+	}
+	t.mu.Unlock()
 	var errs []error
-	want := map[string]*compiled{}
-	keep := map[string]bool{} // tasks whose new definition is not valid
-	seen := map[string]bool{}
-	for _, d := range defs {
-		if seen[d.Name] && d.Name != "" {
-			errs = append(errs, &TaskError{Task: d.Name, Field: "name", Err: errors.New("defined twice")})
-			continue
-		}
-		seen[d.Name] = true
-		if !d.Enabled {
-			continue
-		}
-		c, err := compile(d, t.handlers, t.loc)
-		if err == nil {
-			if jc, ok := t.store.(schedule.JobChecker); ok {
-				if cerr := jc.CheckJob(d.Name); cerr != nil {
-					err = &TaskError{Task: d.Name, Field: "name", Err: cerr}
-				}
+	want := make([]*compiled, len(defs)) // nil: disabled, or not valid (then bad)
+	bad := make([]bool, len(defs))
+	for i, d := range defs {
+		switch {
+		case !d.Enabled:
+		case cur[i] != nil && cur[i].same(d):
+			want[i] = cur[i]
+		default:
+			c, err := t.compile(d)
+			if err != nil {
+				errs = append(errs, err)
+				bad[i] = true
+				continue
 			}
+			want[i] = c
 		}
-		if err != nil {
-			errs = append(errs, err)
-			keep[d.Name] = true
-			continue
-		}
-		want[d.Name] = c
 	}
 
 	// Decide, holding t.mu, so that each Apply sees the one before whole.
@@ -149,37 +159,76 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		t.mu.Unlock()
 		return Changes{}, ErrTableStopped
 	}
-	for _, name := range slices.Sorted(maps.Keys(t.tasks)) {
+	t.gen++
+	gen := t.gen
+	presets := map[[2]uint8]schedule.Option{}
+	var fresh map[string]bool // the names without an entry that came, to find a second definition
+	for i, d := range defs {
+		name := d.Name
 		e := t.tasks[name]
-		c, ok := want[name]
-		delete(want, name)
+		if (e != nil && e.applied == gen) || (e == nil && fresh[name]) {
+			if name != "" {
+				errs = append(errs, &TaskError{Task: name, Field: "name", Err: errors.New("defined twice")})
+			}
+			continue
+		}
+		c := want[i]
+		if e == nil {
+			if fresh == nil {
+				fresh = map[string]bool{}
+			}
+			fresh[name] = true
+			if c != nil {
+				c = c.withSeen(now.UnixNano(), c != cur[i])
+				starts = append(starts, t.newEntryLocked(name, c, now, presets))
+				ch.Added = append(ch.Added, name)
+				t.tasks[name].applied = gen
+			}
+			continue
+		}
+		e.applied = gen
 		old := e.c.Load()
+		if c != nil && c != old {
+			// A Once task keeps the time the Table first loaded it.
+			c = c.withSeen(old.seen, c != cur[i])
+		}
 		switch {
-		case !ok && keep[name]:
-		case !ok:
+		case bad[i]: // not valid: the previous definition stays in force
+		case c == nil:
 			ch.Removed = append(ch.Removed, name)
 			delete(t.tasks, name)
 			drains = append(drains, e)
+		case c == old:
 		case c.overlap != old.overlap || c.misfire != old.misfire:
 			ch.Changed = append(ch.Changed, name)
 			drains = append(drains, e)
-			starts = append(starts, t.newEntryLocked(c, e.seen, now))
-		case !sameSchedule(c.def, old.def):
+			starts = append(starts, t.newEntryLocked(name, c, now, presets))
+			t.tasks[name].applied = gen
+		case !c.sameTimes(old):
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
 			moves = append(moves, e)
-		case c.def.Handler != old.def.Handler || c.def.BusinessID != old.def.BusinessID:
+		default:
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		starts = append(starts, t.newEntryLocked(want[name], now, now))
-		ch.Added = append(ch.Added, name)
+	for name, e := range t.tasks {
+		if e.applied != gen {
+			ch.Removed = append(ch.Removed, name)
+			delete(t.tasks, name)
+			drains = append(drains, e)
+		}
 	}
+	slices.Sort(ch.Added)
+	slices.Sort(ch.Changed)
+	slices.Sort(ch.Removed)
 	for _, e := range drains {
 		t.draining[e] = true
 		t.bg.Add(1) // holding t.mu, before Stop can set t.stopped and wait for bg
+		if name := e.job.Name(); t.tasks[name] == nil {
+			t.last[name] = e // removed: a task of the name added later waits for it
+		}
 	}
 	for _, e := range starts {
 		if e.after != nil {
@@ -247,12 +296,9 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		name := e.job.Name()
 		errs = append(errs, &TaskError{Task: name, Field: "start", Err: err})
 		t.mu.Lock()
-		if t.tasks[name] == e { // not drained meanwhile: no one else closes e.stopped
+		if t.tasks[name] == e { // not drained meanwhile: no one else marks e stopped
 			delete(t.tasks, name)
-			if t.last[name] == e {
-				delete(t.last, name)
-			}
-			close(e.stopped)
+			t.markStoppedLocked(e)
 			if i := slices.Index(ch.Added, name); i >= 0 {
 				ch.Added = slices.Delete(ch.Added, i, i+1)
 			}
@@ -268,44 +314,77 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 func (t *Table) reschedule(e *entry) {
 	for {
 		c := e.c.Load()
-		e.job.SetSchedule(c.schedule(e.seen))
+		e.job.SetSchedule(t.scheduleOf(c))
 		if e.c.Load() == c {
 			return
 		}
 	}
 }
 
-// newEntryLocked makes an entry for c, with its job not started, the
-// task's in t.tasks. It is to start once the previous entry of the name, if
-// any, has stopped, and owes the slots after now. The caller holds t.mu.
-func (t *Table) newEntryLocked(c *compiled, seen, now time.Time) *entry {
-	name := c.def.Name
-	e := &entry{seen: seen, stopped: make(chan struct{}), after: t.last[name]}
-	if e.after != nil {
-		select {
-		case <-e.after.stopped:
-			e.after = nil // long stopped: nothing to wait for
-		default:
-		}
+// newEntryLocked makes an entry for c, the task name, with its job not
+// started, the task's in t.tasks. It is to start once the previous entry of
+// the name, if any, has stopped, and owes the slots after now. The jobs of
+// one Apply with the same policies share their settings
+// (schedule.Preset), made once in presets. The caller holds t.mu.
+func (t *Table) newEntryLocked(name string, c *compiled, now time.Time, presets map[[2]uint8]schedule.Option) *entry {
+	e := &entry{t: t, after: t.tasks[name]} // replaced: drains has it
+	if e.after == nil {
+		e.after = t.last[name] // removed earlier, and draining
 	}
-	t.tasks[name], t.last[name] = e, e
+	if e.after != nil && e.after.done {
+		e.after = nil // stopped: nothing to wait for
+	}
+	t.tasks[name] = e
 	e.c.Store(c)
-	opts := append(slices.Clip(t.jobOpts),
-		schedule.WithStore(handover(t.store, now)), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))
-	e.job = schedule.NewJob(c.def.Name, c.schedule(seen), func(ctx context.Context, r schedule.Run) error {
-		t.flying.enter(name)
-		defer t.flying.exit(name)
-		c := e.c.Load()
-		return t.handlers[c.def.Handler](ctx, c.def.BusinessID, r)
-	}, opts...)
+	key := [2]uint8{uint8(c.overlap), uint8(c.misfire)}
+	p := presets[key]
+	if p == nil {
+		p = schedule.Preset(append(slices.Clip(t.jobOpts),
+			schedule.WithStore(handover(t.store, now)), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))...)
+		presets[key] = p
+	}
+	e.job = schedule.NewJob(name, t.scheduleOf(c), e.run, p)
 	return e
+}
+
+// run is the Func of e's job: the handler of the definition in force.
+func (e *entry) run(ctx context.Context, r schedule.Run) error {
+	t := e.t
+	t.flying.enter(r.Job)
+	defer t.flying.exit(r.Job)
+	c := e.c.Load()
+	return t.handlers[c.handler](ctx, c.businessID, r)
+}
+
+// markStoppedLocked notes that e's job has stopped, and wakes those who
+// wait for it. The caller holds t.mu.
+func (t *Table) markStoppedLocked(e *entry) {
+	e.done = true
+	if e.stopped != nil {
+		close(e.stopped)
+	}
+}
+
+// waitStopped waits until e's job has stopped.
+func (t *Table) waitStopped(e *entry) {
+	t.mu.Lock()
+	if e.done {
+		t.mu.Unlock()
+		return
+	}
+	if e.stopped == nil {
+		e.stopped = make(chan struct{})
+	}
+	ch := e.stopped
+	t.mu.Unlock()
+	<-ch
 }
 
 // startAfter starts e's job once the job it replaces has stopped, unless e
 // was drained or the Table stopped meanwhile. It is one of t.bg.
 func (t *Table) startAfter(ctx context.Context, e *entry) {
 	defer t.bg.Done()
-	<-e.after.stopped
+	t.waitStopped(e.after)
 	t.mu.Lock()
 	current := t.tasks[e.job.Name()] == e && !t.stopped
 	t.mu.Unlock()
@@ -324,7 +403,7 @@ func (t *Table) startAfter(ctx context.Context, e *entry) {
 func (t *Table) drain(e *entry) {
 	defer t.bg.Done()
 	if e.after != nil {
-		<-e.after.stopped // e's job may have been started after it
+		t.waitStopped(e.after) // e's job may have been started after it
 	}
 	_ = t.flying.wait(context.Background(), e.job.Name())
 	// No Func of the job is running. Stop cancels a run that its runner
@@ -336,8 +415,8 @@ func (t *Table) drain(e *entry) {
 	if t.last[e.job.Name()] == e {
 		delete(t.last, e.job.Name())
 	}
+	t.markStoppedLocked(e)
 	t.mu.Unlock()
-	close(e.stopped)
 }
 
 // Next returns the time of the next run of the task name, and whether the
@@ -369,10 +448,17 @@ func (t *Table) Stop(ctx context.Context) error {
 		jobs = append(jobs, e.job)
 	}
 	t.mu.Unlock()
+	// Stopped 64 at a time: a job's Stop waits for its runs, and a Table
+	// of a million tasks makes no million goroutines to stop them.
 	var wg sync.WaitGroup
+	var next atomic.Int64
 	errs := make([]error, len(jobs))
-	for i, j := range jobs {
-		wg.Go(func() { errs[i] = j.Stop(ctx) })
+	for range min(64, len(jobs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				errs[i] = jobs[i].Stop(ctx)
+			}
+		})
 	}
 	wg.Wait()
 	bg := make(chan struct{})
