@@ -448,8 +448,15 @@ func (t *Table) Stop(ctx context.Context) error {
 		jobs = append(jobs, e.job)
 	}
 	t.mu.Unlock()
-	// Stopped 64 at a time: a job's Stop waits for its runs, and a Table
-	// of a million tasks makes no million goroutines to stop them.
+	// Every job is stopped, and its runs cancelled, at once (a Stop with a
+	// context that is done already does that and returns); then they are
+	// waited for 64 at a time: a Table of a million tasks makes no million
+	// goroutines to stop them.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, j := range jobs {
+		_ = j.Stop(done)
+	}
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	errs := make([]error, len(jobs))
