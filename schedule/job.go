@@ -208,8 +208,9 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 			// recoverStart reads the store's last record again, and gives
 			// the slots missed before now what this Start would have.
 			x := j.x
-			x.gap, x.gapSched = now, j.sched
-			x.recover = circulation.Bind(j.cfg.sched, j.recoverStart)
+			r := x.rareLocked()
+			r.gap, r.gapSched = now, j.sched
+			r.recover = circulation.Bind(j.cfg.sched, j.recoverStart)
 		}
 		if known {
 			if first := next(j.sched, last.Due); !first.IsZero() && !first.After(now) {
@@ -227,8 +228,11 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		j.enlist()
 	}
 	if outage {
+		var t *circulation.Trigger
 		j.mu.Lock()
-		t := j.x.recover
+		if r := j.x.r; r != nil { // nil if the job started paused
+			t = r.recover
+		}
 		j.mu.Unlock()
 		if t != nil {
 			fireAfter(t, firstStartRetry)
@@ -295,13 +299,6 @@ func (j *Job) setTimerLocked(now time.Time) (refused any) {
 		j.timer = j.w.sched.AfterFunc(max(j.next.Sub(now), 0), func() { j.wake(gen) })
 	}
 	return nil
-}
-
-// fire fires t, a Trigger of the job's own, and swallows the panic of a
-// Scheduler that refuses to arm it: it has no caller to go to.
-func fire(t *circulation.Trigger) {
-	defer func() { _ = recover() }()
-	t.Fire()
 }
 
 // rearm arms the job's timer again for its next slot by the wall clock
@@ -472,7 +469,10 @@ func (j *Job) Stop(ctx context.Context) error {
 	}
 	if x != nil {
 		j.mu.Lock()
-		t := x.recover
+		var t *circulation.Trigger
+		if x.r != nil {
+			t = x.r.recover
+		}
 		j.mu.Unlock()
 		if t != nil {
 			err = errors.Join(err, t.Stop(ctx))
@@ -490,8 +490,10 @@ func (j *Job) Stop(ctx context.Context) error {
 	// Renewals of leases given up while their Renew hung end when it
 	// returns.
 	j.mu.Lock()
-	hung := x.hung
-	x.hung = nil
+	var hung []*circulation.Trigger
+	if x.r != nil {
+		hung, x.r.hung = x.r.hung, nil
+	}
 	j.mu.Unlock()
 	for _, t := range hung {
 		if err := t.Stop(ctx); err != nil {
@@ -522,18 +524,26 @@ func (j *Job) wake(gen uint64) {
 	}
 	j.gen++ // a second call of this callback does nothing
 	j.timer = nil
-	j.flags |= jobBusy
-	due := j.armedLocked() && !now.Before(j.next)
 	obs := j.handDueLocked(now)
-	due = due && !j.next.IsZero()
-	j.mu.Unlock()
-	j.observe(obs)
-	j.mu.Lock()
+	if len(obs) > 0 {
+		// The Observer may call the job: it runs without the lock, and
+		// the job is busy meanwhile, its timer left to this callback.
+		j.flags |= jobBusy
+		j.mu.Unlock()
+		j.observe(obs)
+		j.mu.Lock()
+		now = time.Now().Round(0)
+	}
+	// Busy now or not, the timer is this callback's to arm: a change that
+	// could not stop it while it ran left it so.
 	j.flags &^= jobBusy | jobDirty
-	_ = j.setTimerLocked(time.Now().Round(0)) // no caller to tell: the job rests
+	_ = j.setTimerLocked(now) // no caller to tell: the job rests
 	j.quietLocked()
+	changed := j.armedLocked() != (j.flags&jobListed != 0)
 	j.mu.Unlock()
-	j.resync()
+	if changed {
+		j.w.sync(j)
+	}
 }
 
 // handDueLocked does what wake does when the job's next slot has fallen
@@ -550,16 +560,6 @@ func (j *Job) handDueLocked(now time.Time) []Record {
 	obs := j.dueLocked(j.sched, j.next, now)
 	j.next = next(j.sched, now)
 	return obs
-}
-
-// lease returns the job's active state if its store is a LeaseStore.
-func (j *Job) lease() *active {
-	if j.cfg.lease == nil {
-		return nil
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.x
 }
 
 // observe passes each record of a slot that did not run to the Observer,

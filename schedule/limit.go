@@ -35,6 +35,7 @@ type RunLimit struct {
 // runs it is to run for its job.
 type waiting struct {
 	j     *Job
+	first pending // if its Due is set, run before batch
 	batch []pending
 	state uint8 // waitQueued, waitStarted or waitDropped; guarded by RunLimit.mu
 }
@@ -73,45 +74,45 @@ type limited interface {
 	RunLimit() *RunLimit
 }
 
-// enter starts a runner of j for batch if the limit allows, or else queues
+// enter starts a runner of j for first and batch if the limit allows, or else queues
 // it and returns its place, for j to drop should it stop first. now says
 // the run may not wait: it starts at once, past the limit if need be. The
 // caller holds j.mu.
-func (l *RunLimit) enter(j *Job, batch []pending, now bool) *waiting {
+func (l *RunLimit) enter(j *Job, first pending, batch []pending, now bool) *waiting {
 	l.mu.Lock()
 	if l.running < l.max || now {
 		l.running++
 		l.mu.Unlock()
-		go l.serve(j, batch)
+		go l.serve(j, first, batch)
 		return nil
 	}
-	w := &waiting{j: j, batch: batch}
+	w := &waiting{j: j, first: first, batch: batch}
 	l.queue = append(l.queue, w)
 	l.waits++
 	l.mu.Unlock()
 	return w
 }
 
-// serve runs the runner of j for batch, then those waiting, one after
+// serve runs the runner of j for first and batch, then those waiting, one after
 // another, on one goroutine, until none waits. A Func that calls
 // runtime.Goexit ends the goroutine: another takes its place.
-func (l *RunLimit) serve(j *Job, batch []pending) {
+func (l *RunLimit) serve(j *Job, first pending, batch []pending) {
 	normal := false
 	defer func() {
 		if !normal {
 			if w := l.next(); w != nil {
-				go l.serve(w.j, w.batch)
+				go l.serve(w.j, w.first, w.batch)
 			}
 		}
 	}()
 	for {
-		j.runner(batch)
+		j.runner(first, batch)
 		w := l.next()
 		if w == nil {
 			normal = true
 			return
 		}
-		j, batch = w.j, w.batch
+		j, first, batch = w.j, w.first, w.batch
 	}
 }
 

@@ -110,7 +110,7 @@ func (j *Job) enlist() {
 	reclaimers.mu.Unlock()
 	if !shared {
 		j.mu.Lock()
-		j.active(time.Now().Round(0)).reclaimer = r
+		j.active(time.Now().Round(0)).rareLocked().reclaimer = r
 		j.mu.Unlock()
 	}
 	if first {
@@ -137,7 +137,9 @@ func (j *Job) delist() *circulation.Trigger {
 	} else {
 		j.mu.Lock()
 		if j.x != nil {
-			r, j.x.reclaimer = j.x.reclaimer, nil
+			if xr := j.x.r; xr != nil {
+				r, xr.reclaimer = xr.reclaimer, nil
+			}
 		}
 		j.mu.Unlock()
 	}
@@ -282,7 +284,7 @@ func (j *Job) takeOver(x *active) {
 		started := j.state == jobStarted && !j.paused()
 		if started && j.freeLocked(x) {
 			x.runners++
-			j.spawnLocked(x, []pending{p}, true)
+			j.spawnLocked(x, p, nil, true)
 		} else if started {
 			x.look = true
 		}

@@ -171,8 +171,9 @@ func (j *Job) stopRenewal(x *active, r *renewal) {
 		// Given up while a Renew hangs: its Trigger returns when Renew
 		// does.
 		j.mu.Lock()
-		x.hung = slices.DeleteFunc(x.hung, func(t *circulation.Trigger) bool { return !t.Running() })
-		x.hung = append(x.hung, r.t)
+		xr := x.rareLocked()
+		xr.hung = slices.DeleteFunc(xr.hung, func(t *circulation.Trigger) bool { return !t.Running() })
+		xr.hung = append(xr.hung, r.t)
 		j.mu.Unlock()
 	}
 	r.mu.Lock()

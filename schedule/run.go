@@ -14,7 +14,8 @@ import (
 // what it knows of its store, and its lease machinery. Its fields are
 // guarded by Job.mu, except store, which is set once when it is made.
 type active struct {
-	store Store // the job's store: WithStore's, or a MemoryStore of its own
+	store Store    // the job's store: WithStore's, or nil
+	own   *ownDues // without a store, the slots the job ran
 
 	runs    []flight      // runs in flight, to cancel on Stop and OverlapReplace
 	flights uint64        // the id of the latest flight
@@ -25,19 +26,35 @@ type active struct {
 	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
 	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
-	floor      time.Time            // slots at or before it are never caught up: the job started, resumed or changed schedule then
-	missed     time.Time            // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
-	gap        time.Time            // Last failed when the job started, then: the slots before it, after the store's last record, are owed
-	gapSched   Schedule             // the schedule at gap
-	gapPause   time.Duration        // the latest pause of recover
-	recover    *circulation.Trigger // reads the store again after a Start whose Last failed (recoverStart)
-	look       bool                 // LeaseStore: a look for expired claims found the job busy; look again once it is free
-	reclaiming bool                 // LeaseStore: takeOver runs
-	reclaimer  *reclaimer           // LeaseStore: the look for expired claims of the jobs on the store, while started
+	floor      time.Time // slots at or before it are never caught up: the job started, resumed or changed schedule then
+	missed     time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
+	look       bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
+	reclaiming bool      // LeaseStore: takeOver runs
+	r          *rare     // made when first needed
+}
 
-	hung     []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
-	waiting  []*waiting             // runners waiting for their turn in the job's RunLimit
-	catchUps []time.Time            // the owed slots being caught up now
+// rare is the part of a job's active state that few jobs need, made by
+// rareLocked when first needed: a Start's store outage, Renews that hung,
+// runners waiting in a RunLimit, catch-ups under way, a look for expired
+// claims of its own.
+type rare struct {
+	gap       time.Time              // Last failed when the job started, then: the slots before it, after the store's last record, are owed
+	gapSched  Schedule               // the schedule at gap
+	gapPause  time.Duration          // the latest pause of recover
+	recover   *circulation.Trigger   // reads the store again after a Start whose Last failed (recoverStart)
+	reclaimer *reclaimer             // a LeaseStore that cannot be a map key: the job's own look for expired claims, while started
+	hung      []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
+	waiting   []*waiting             // runners waiting for their turn in the job's RunLimit
+	catchUps  []time.Time            // the owed slots being caught up now
+}
+
+// rareLocked returns x.r, making it if need be. The caller holds the job's
+// lock.
+func (x *active) rareLocked() *rare {
+	if x.r == nil {
+		x.r = new(rare)
+	}
+	return x.r
 }
 
 // A flight is a run in flight.
@@ -83,7 +100,7 @@ func (j *Job) active(now time.Time) *active {
 		x.report = make(chan struct{}, 1)
 	}
 	if x.store == nil {
-		x.store = NewMemoryStore(16)
+		x.own = new(ownDues)
 	}
 	j.x = x
 	return x
@@ -222,13 +239,19 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 			return obs
 		}
 		x.runners++
-		j.spawnLocked(x, slices.Clone(runs), false) // runs is the caller's: a RunNow's stays on its stack
+		if len(runs) == 1 {
+			j.spawnLocked(x, runs[0], nil, false) // by value: no slice to allocate
+		} else {
+			j.spawnLocked(x, pending{}, slices.Clone(runs), false) // runs is the caller's: a RunNow's stays on its stack
+		}
 		return obs
 	}
 	if x.runners == 0 {
+		// In the queue, where Pause, Stop and OverlapReplace find it
+		// until the runner takes it.
 		x.queue = append(x.queue, runs...)
 		x.runners = 1
-		j.spawnLocked(x, nil, false)
+		j.spawnLocked(x, pending{}, nil, false)
 		return obs
 	}
 	switch c.overlap {
@@ -260,18 +283,19 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 	return obs
 }
 
-// spawnLocked starts a runner for batch, and then the job's queue, under
+// spawnLocked starts a runner for first, if its Due is set, batch, and
+// then the job's queue, under
 // the job's RunLimit if it has one: the runner may wait its turn. now says
 // it may not wait (a claim taken over holds a lease). The caller holds
 // j.mu and has counted the runner in x.runners.
-func (j *Job) spawnLocked(x *active, batch []pending, now bool) {
+func (j *Job) spawnLocked(x *active, first pending, batch []pending, now bool) {
 	l := j.cfg.limit
 	if l == nil {
-		go j.runner(batch)
+		go j.runner(first, batch)
 		return
 	}
-	if w := l.enter(j, batch, now); w != nil {
-		x.waiting = append(x.waiting, w)
+	if w := l.enter(j, first, batch, now); w != nil {
+		x.rareLocked().waiting = append(x.rareLocked().waiting, w)
 	}
 }
 
@@ -279,8 +303,10 @@ func (j *Job) spawnLocked(x *active, batch []pending, now bool) {
 func (j *Job) started(w *waiting) {
 	j.mu.Lock()
 	if x := j.x; x != nil {
-		if i := slices.Index(x.waiting, w); i >= 0 {
-			x.waiting = slices.Delete(x.waiting, i, i+1)
+		if r := x.r; r != nil {
+			if i := slices.Index(r.waiting, w); i >= 0 {
+				r.waiting = slices.Delete(r.waiting, i, i+1)
+			}
 		}
 	}
 	j.mu.Unlock()
@@ -291,20 +317,23 @@ func (j *Job) started(w *waiting) {
 // will not run. The caller holds j.mu.
 func (j *Job) dropWaitingLocked(why error) []Record {
 	x := j.x
-	if x == nil || len(x.waiting) == 0 {
+	if x == nil || x.r == nil || len(x.r.waiting) == 0 {
 		return nil
 	}
 	var obs []Record
-	for _, w := range x.waiting {
+	for _, w := range x.r.waiting {
 		if !j.cfg.limit.drop(w) {
 			continue // started meanwhile: it finds the job stopped
 		}
 		x.runners--
+		if !w.first.run.Due.IsZero() {
+			obs = append(obs, j.drop(w.first, why))
+		}
 		for _, p := range w.batch {
 			obs = append(obs, j.drop(p, why))
 		}
 	}
-	x.waiting = x.waiting[:0]
+	x.r.waiting = x.r.waiting[:0]
 	j.quietLocked()
 	return obs
 }
@@ -343,7 +372,7 @@ func (j *Job) dropQueueLocked(why error) []Record {
 
 // runner runs the pending runs of batch, then those of the queue, one
 // after another, and exits when there are none left.
-func (j *Job) runner(batch []pending) {
+func (j *Job) runner(first pending, batch []pending) {
 	x := j.x       // set before any runner starts, never changed
 	var cur uint64 // the id of the flight in progress, if any
 	normal := false
@@ -360,7 +389,7 @@ func (j *Job) runner(batch []pending) {
 	}()
 	var p pending
 	for {
-		ctx, cancel, id := j.take(x, &batch, &p)
+		ctx, cancel, id := j.take(x, &first, &batch, &p)
 		if id == 0 {
 			normal = true
 			return
@@ -416,14 +445,16 @@ func (j *Job) reportEnded(x *active, p *pending) {
 	j.report(j.cfg.observer, p, p.end, p.status, p.msg)
 }
 
-// take moves the next pending run to start, from batch or else from the
+// take moves the next pending run to start, from first, batch or else the
 // queue, into p, and returns its context and flight id. Runs the job may
 // not start (it is stopped or paused) it drops, reporting them. With none
 // left it accounts for the runner's exit and returns id 0.
-func (j *Job) take(x *active, batch *[]pending, p *pending) (context.Context, context.CancelCauseFunc, uint64) {
+func (j *Job) take(x *active, first *pending, batch *[]pending, p *pending) (context.Context, context.CancelCauseFunc, uint64) {
 	for {
 		j.mu.Lock()
 		switch b := *batch; {
+		case !first.run.Due.IsZero():
+			*p, *first = *first, pending{}
 		case len(b) > 0:
 			*p, *batch = b[0], b[1:]
 		case len(x.queue) == 1:
@@ -619,7 +650,9 @@ func (j *Job) catchUp(ctx context.Context, x *active, r *Run) bool {
 func (j *Job) claim(ctx context.Context, x *active, p *pending) error {
 	p.start = time.Now().Round(0)
 	var err error
-	if m, ok := x.store.(*MemoryStore); ok {
+	if o := x.own; o != nil {
+		err = o.claim(p.run.Due)
+	} else if m, ok := x.store.(*MemoryStore); ok {
 		err = m.claimRun(&p.run, p.start, j.cfg.nodeName())
 	} else {
 		err = j.claimIn(ctx, x.store, p)
@@ -792,9 +825,12 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	// nothing.
 	if !errors.Is(cause, ErrLeaseNotRenewed) {
 		var ferr error
-		if m, ok := x.store.(*MemoryStore); ok && p.claim == nil {
+		switch m, ok := x.store.(*MemoryStore); {
+		case x.own != nil:
+			// A job without a Store keeps no outcome: its Observer has it.
+		case ok && p.claim == nil:
 			ferr = m.finishRun(&p.run, end, status, msg)
-		} else {
+		default:
 			ferr = j.finishIn(x.store, p, end, status, msg)
 		}
 		if ferr != nil {
@@ -974,7 +1010,8 @@ const (
 func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 	j.mu.Lock()
 	x := j.x // made by Start
-	gap, sched, pause := x.gap, x.gapSched, x.gapPause
+	r := x.rareLocked()
+	gap, sched, pause := r.gap, r.gapSched, r.gapPause
 	live := j.state == jobStarted
 	j.mu.Unlock()
 	if !live || gap.IsZero() {
@@ -987,14 +1024,14 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 		}
 		pause = min(max(2*pause, firstStartRetry), maxStartRetry)
 		j.mu.Lock()
-		x.gapPause = pause
+		r.gapPause = pause
 		j.mu.Unlock()
 		return pause, true
 	}
 	var obs []Record
 	j.mu.Lock()
-	if x.gap.Equal(gap) && j.state == jobStarted {
-		x.gap, x.gapSched = time.Time{}, nil
+	if r.gap.Equal(gap) && j.state == jobStarted {
+		r.gap, r.gapSched = time.Time{}, nil
 		if first := next(sched, last); !last.IsZero() && !first.IsZero() && !first.After(gap) {
 			obs = j.dueLocked(sched, first, gap)
 		}
@@ -1012,10 +1049,11 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 func (x *active) catching(j *Job, due time.Time) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if slices.ContainsFunc(x.catchUps, due.Equal) || slices.ContainsFunc(x.runs, func(f flight) bool { return f.due.Equal(due) }) {
+	r := x.rareLocked()
+	if slices.ContainsFunc(r.catchUps, due.Equal) || slices.ContainsFunc(x.runs, func(f flight) bool { return f.due.Equal(due) }) {
 		return false
 	}
-	x.catchUps = append(x.catchUps, due)
+	r.catchUps = append(r.catchUps, due)
 	return true
 }
 
@@ -1023,8 +1061,10 @@ func (x *active) catching(j *Job, due time.Time) bool {
 func (x *active) caught(j *Job, due time.Time) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if i := slices.IndexFunc(x.catchUps, due.Equal); i >= 0 {
-		x.catchUps = slices.Delete(x.catchUps, i, i+1)
+	if r := x.r; r != nil {
+		if i := slices.IndexFunc(r.catchUps, due.Equal); i >= 0 {
+			r.catchUps = slices.Delete(r.catchUps, i, i+1)
+		}
 	}
 }
 

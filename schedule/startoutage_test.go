@@ -140,3 +140,24 @@ func TestStartOutageWithinTheGrace(t *testing.T) {
 		})
 	}
 }
+
+// A job started paused while its store's Last fails misses nothing before
+// its start, as a job started paused does, and runs once resumed.
+func TestStartOutagePaused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+		succeeded(t, store.MemoryStore, at(-time.Minute))
+		store.set(func(s *scriptedStore) { s.lastDown = true })
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithObserver(l.observe))
+		j.Pause()
+		start(t, j)
+		store.set(func(s *scriptedStore) { s.lastDown = false })
+		time.Sleep(15 * time.Second)
+		j.Resume()
+		time.Sleep(10 * time.Second)
+		stop(t, j)
+		assert.Equal(t, []string{"20s Succeeded Scheduled 20s-21s"}, l.summary())
+	})
+}
