@@ -220,7 +220,7 @@ func (r *reclaimer) look(ctx context.Context) (time.Duration, bool) {
 func (j *Job) offer() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.state != jobStarted || j.paused() || j.next.IsZero() {
+	if j.state != jobStarted || j.paused() {
 		return false
 	}
 	x := j.active(time.Now().Round(0)) // a job that never ran makes it now

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -90,4 +91,25 @@ func TestIdleJobsShareOneLookForExpiredClaims(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A job whose schedule has ended (a Once job after its slot) still takes
+// over the expired claims of its name: a replica that died holding the
+// claim of the one slot of a job, one of a herd, leaves it to the others,
+// whose jobs have no slot left.
+func TestEndedJobTakesOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newLeaseStore(9 * time.Second)
+		dead := schedule.Record{Job: "j", Due: at(time.Minute), Status: schedule.Running, Node: "dead", Attempt: 1}
+		time.Sleep(time.Minute)
+		require.NoError(t, store.Claim(context.Background(), dead)) // the dead replica's claim of the slot
+		var l journal
+		j := schedule.NewJob("j", schedule.Once(at(time.Minute)), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithObserver(l.observe))
+		start(t, j) // the slot is claimed: this replica's job has nothing left to run
+		time.Sleep(time.Minute)
+		stop(t, j)
+		assert.Equal(t, []string{"1m0s Succeeded Recovered 1m11.25s-1m12.25s"}, l.summary())
+		assert.Zero(t, j.Next())
+	})
 }

@@ -513,7 +513,7 @@ func (x *active) land(id uint64) {
 func (j *Job) exitLocked(x *active) {
 	x.runners--
 	j.quietLocked()
-	if x.look && !x.reclaiming && j.freeLocked(x) && j.state == jobStarted && !j.paused() && !j.next.IsZero() {
+	if x.look && !x.reclaiming && j.freeLocked(x) && j.state == jobStarted && !j.paused() {
 		j.takeOverLocked(x)
 	}
 }
