@@ -35,6 +35,8 @@ func helperMain(role string) int {
 		err = claimer()
 	case "replica":
 		err = replica()
+	case "herd":
+		err = herdReplica()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

@@ -1,0 +1,311 @@
+package sqlstore_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
+	"github.com/circulation-go/circulation/wheel"
+)
+
+// herdConfig is what a herd replica runs, passed as JSON in envArg.
+type herdConfig struct {
+	Jobs  int
+	Lease time.Duration
+	Due   time.Time
+	Slow  time.Duration // each run lasts this long
+}
+
+// herdReplica runs the herd: Jobs jobs, "h0" to "h<Jobs-1>", each due once
+// at Due, on a wheel.Wheel, started with StartAll. It prints "ready", then
+// "start <job> <reason>" as each run starts and "end <job>" as it ends,
+// until its standard input closes; then it stops the jobs.
+func herdReplica() error {
+	var c herdConfig
+	if err := json.Unmarshal([]byte(os.Getenv(envArg)), &c); err != nil {
+		return err
+	}
+	s, db, err := helperStore(sqlstore.WithLease(c.Lease))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(16)
+	w := wheel.New()
+	defer w.Stop()
+	out := bufio.NewWriterSize(os.Stdout, 1<<16)
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		fmt.Fprintf(out, format+"\n", args...)
+		out.Flush() // a line at a time, whole if the process is killed
+		mu.Unlock()
+	}
+	jobs := make([]*schedule.Job, c.Jobs)
+	for i := range jobs {
+		name := "h" + strconv.Itoa(i)
+		jobs[i] = schedule.NewJob(name, schedule.Once(c.Due), func(ctx context.Context, r schedule.Run) error {
+			say("start %s %d", name, r.Reason)
+			if c.Slow > 0 {
+				t := time.NewTimer(c.Slow)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			}
+			say("end %s", name)
+			return nil
+		}, schedule.WithStore(s), schedule.WithScheduler(w), schedule.WithNode(os.Getenv(envNode)))
+	}
+	if err := schedule.StartAll(context.Background(), jobs...); err != nil {
+		return err
+	}
+	say("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Go(func() { _ = j.Stop(context.Background()) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// A herdProc is a running herd replica and what it printed.
+type herdProc struct {
+	node  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	err   strings.Builder
+	mu    sync.Mutex
+	got   []string
+	done  chan struct{}
+}
+
+func startHerd(t *testing.T, b backend, dsn, node string, c herdConfig) *herdProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	arg, _ := json.Marshal(c)
+	p := &herdProc{node: node, cmd: exec.Command(exe), done: make(chan struct{}), lines: make(chan string, 1)}
+	p.cmd.Env = append(os.Environ(), helperEnv+"=herd", envDriver+"="+b.driver, envDSN+"="+dsn,
+		envTable+"="+tableFor(t), envNode+"="+node, envArg+"="+string(arg))
+	p.cmd.Stderr = &p.err
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			_ = p.cmd.Wait()
+		}
+	})
+	ready := make(chan struct{})
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "ready" {
+				close(ready)
+				continue
+			}
+			p.mu.Lock()
+			p.got = append(p.got, line)
+			p.mu.Unlock()
+		}
+	}()
+	select {
+	case <-ready:
+	case <-p.done:
+		_ = p.cmd.Wait()
+		t.Fatalf("%s exited before it was ready: %s", node, p.err.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s not ready after 60s: %s", node, p.err.String())
+	}
+	return p
+}
+
+func (p *herdProc) lines2() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.got...)
+}
+
+// herdSize is the herd of TestHerdExactlyOnce: 10,000 jobs, or
+// SQLSTORE_HERD_JOBS (the long checks run 100,000).
+func herdSize(t *testing.T) int {
+	if v := os.Getenv("SQLSTORE_HERD_JOBS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SQLSTORE_HERD_JOBS=%q: want a number of jobs", v)
+		}
+		return n
+	}
+	return 10_000
+}
+
+// awaitSucceeded waits until n slots have a Succeeded record, for up to d.
+func awaitSucceeded(t *testing.T, b backend, dsn string, n int, d time.Duration) {
+	t.Helper()
+	db := openDB(t, b.driver, dsn)
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		var k int
+		if err := db.QueryRow("SELECT COUNT(*) FROM " + tableFor(t) + " WHERE status = 1").Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d slots Succeeded after %v", k, n, d)
+		}
+	}
+}
+
+// TestHerdExactlyOnce runs a herd of jobs due at one instant in three
+// replica processes on one database, with a short lease, shorter than the
+// herd took to drain before claims were batched: the claims of the herd
+// must not eat their leases while they wait for a statement, nor time out
+// in a queue. Every slot runs exactly once, and is recorded.
+func TestHerdExactlyOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		newStore(t, b, dsn)
+		n := herdSize(t)
+		lease := 2 * time.Second
+		if os.Getenv("SQLSTORE_HERD_JOBS") != "" {
+			lease = 30 * time.Second // the long checks: the default lease
+		}
+		c := herdConfig{Jobs: n, Lease: lease, Due: time.Now().Add(5*time.Second + time.Duration(n/10_000)*time.Second)}
+		var ps []*herdProc
+		for i := range 3 {
+			ps = append(ps, startHerd(t, b, dsn, fmt.Sprint("n", i), c))
+		}
+		if time.Now().After(c.Due) {
+			t.Fatal("the replicas were ready after the due time")
+		}
+		awaitSucceeded(t, b, dsn, n, time.Until(c.Due)+time.Minute)
+		took := time.Since(c.Due)
+		for _, p := range ps {
+			p.stdin.Close()
+			<-p.done
+			if err := p.cmd.Wait(); err != nil {
+				t.Errorf("%s: %v: %s", p.node, err, p.err.String())
+			}
+		}
+		starts := map[string]int{}
+		for _, p := range ps {
+			for _, l := range p.lines2() {
+				if f := strings.Fields(l); f[0] == "start" {
+					starts[f[1]]++
+				}
+			}
+		}
+		twice := 0
+		for job, k := range starts {
+			if k > 1 {
+				twice++
+				if twice < 10 {
+					t.Errorf("%s ran %d times", job, k)
+				}
+			}
+		}
+		if len(starts) != n || twice > 0 {
+			t.Errorf("%d of %d jobs ran, %d of them more than once", len(starts), n, twice)
+		}
+		t.Logf("%d jobs due at once in 3 processes, lease %v: every one recorded %v after the due time", n, lease, took.Round(time.Millisecond))
+	})
+}
+
+// TestHerdKillDuringBatchedClaims kills one of three herd replicas with
+// SIGKILL while its claims of the herd are in flight, sent in batches: the
+// slots it had claimed are taken over once their leases expire, Recovered,
+// by the others (whose jobs have no slot left), and every slot is recorded
+// Succeeded. A slot runs twice only if the killed replica had started it.
+func TestHerdKillDuringBatchedClaims(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		newStore(t, b, dsn)
+		const n = 5000
+		c := herdConfig{Jobs: n, Lease: 2 * time.Second, Due: time.Now().Add(6 * time.Second), Slow: 500 * time.Millisecond}
+		var ps []*herdProc
+		for i := range 3 {
+			ps = append(ps, startHerd(t, b, dsn, fmt.Sprint("n", i), c))
+		}
+		victim := ps[0]
+		time.Sleep(time.Until(c.Due.Add(100 * time.Millisecond)))
+		_ = victim.cmd.Process.Kill()
+		<-victim.done
+		_ = victim.cmd.Wait()
+		killed := time.Now()
+		awaitSucceeded(t, b, dsn, n, time.Minute)
+		took := time.Since(killed)
+		for _, p := range ps[1:] {
+			p.stdin.Close()
+			<-p.done
+			if err := p.cmd.Wait(); err != nil {
+				t.Errorf("%s: %v: %s", p.node, err, p.err.String())
+			}
+		}
+		started := map[string]int{}
+		byVictim := map[string]bool{}
+		recovered := 0
+		for _, p := range ps {
+			for _, l := range p.lines2() {
+				f := strings.Fields(l)
+				if f[0] != "start" {
+					continue
+				}
+				started[f[1]]++
+				if p == victim {
+					byVictim[f[1]] = true
+				}
+				if f[2] == strconv.Itoa(int(schedule.Recovered)) {
+					recovered++
+				}
+			}
+		}
+		h := newStore(t, b, dsn)
+		for job, k := range started {
+			if k > 1 && !byVictim[job] {
+				t.Errorf("%s started %d times, none of them on the killed replica", job, k)
+			}
+		}
+		if len(started) != n {
+			t.Errorf("%d of %d jobs started", len(started), n)
+		}
+		if recovered == 0 {
+			t.Error("no slot was taken over: the kill came too late to test anything")
+		}
+		last, err := h.LastOf(ctx, []string{"h0", "h1"})
+		if err != nil || len(last) != 2 {
+			t.Errorf("LastOf: %v %v", last, err)
+		}
+		t.Logf("killed with %d runs started; %d slots taken over and recorded within %v of the kill",
+			len(byVictim), recovered, took.Round(time.Millisecond))
+	})
+}
