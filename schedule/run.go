@@ -291,7 +291,7 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 func (j *Job) spawnLocked(x *active, first pending, batch []pending, now bool) {
 	l := j.cfg.limit
 	if l == nil {
-		go j.runner(first, batch)
+		j.w.pool.start(work{j, first, batch})
 		return
 	}
 	if w := l.enter(j, first, batch, now); w != nil {

@@ -31,6 +31,7 @@ const (
 // Lock order: watch.mu, then Job.mu.
 type watch struct {
 	sched circulation.Scheduler
+	pool  pool // starts the runners of its jobs that have no RunLimit
 
 	mu      sync.Mutex
 	jobs    []*Job               // each job's index here is its idx-1

@@ -52,6 +52,7 @@ type options struct {
 	Timeout  time.Duration
 	DSN      string
 	Idle     time.Duration
+	Runs     int // the Store's RunLimit, 0 for its default
 	Due      int64 // Unix ns, for the replicas
 	Node     string
 	JSON     bool
@@ -69,6 +70,7 @@ func main() {
 	flag.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "give up waiting for the runs after this long past the due time")
 	flag.StringVar(&o.DSN, "dsn", "", "a PostgreSQL to use instead of a throwaway one")
 	flag.DurationVar(&o.Idle, "idle", 0, "hold idle jobs this long and report their statements per second")
+	flag.IntVar(&o.Runs, "runs", 0, "the runs in flight per replica (the Store's RunLimit); 0 for its default")
 	flag.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process to the file")
 	child := flag.Bool("child", false, "internal: run as a replica")
@@ -217,7 +219,7 @@ func parent(o options) error {
 
 func replicaArgs(o options, node string) []string {
 	return []string{"-child", "-store", o.Store, "-jobs", strconv.Itoa(o.Jobs), "-lease", o.Lease.String(),
-		"-pool", strconv.Itoa(o.Pool), "-dsn", o.DSN, "-due", strconv.FormatInt(o.Due, 10), "-node", node}
+		"-pool", strconv.Itoa(o.Pool), "-runs", strconv.Itoa(o.Runs), "-dsn", o.DSN, "-due", strconv.FormatInt(o.Due, 10), "-node", node}
 }
 
 // A summary is a herd's figures.

@@ -45,7 +45,11 @@ func openStore(o options) (*sqlstore.Store, *sql.DB, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := sqlstore.New(context.Background(), db, d, sqlstore.WithTable(table), sqlstore.WithLease(o.Lease))
+	opts := []sqlstore.Option{sqlstore.WithTable(table), sqlstore.WithLease(o.Lease)}
+	if o.Runs > 0 {
+		opts = append(opts, sqlstore.WithRunLimit(o.Runs))
+	}
+	s, err := sqlstore.New(context.Background(), db, d, opts...)
 	if err != nil {
 		db.Close()
 		return nil, nil, err
