@@ -18,11 +18,21 @@ import "sync"
 // testing/synctest bubble, to one bubble: its goroutines never run the
 // jobs of another.
 type pool struct {
-	mu    sync.Mutex
-	queue []work // queue[head:] wait to start
-	head  int
-	free  int // goroutines taking from the queue: at least one while it is not empty
+	mu   sync.Mutex
+	head *chunk // the oldest chunk of the queue; nil when it is empty
+	tail *chunk
+	free int // goroutines taking from the queue: at least one while it is not empty
 }
+
+// A chunk holds part of a pool's queue: a herd's hundred thousand runners
+// wait in chunks, never copied as a slice that grows would be.
+type chunk struct {
+	works      [chunkLen]work
+	next       *chunk
+	head, tail int // works[head:tail] wait
+}
+
+const chunkLen = 128
 
 // A work is a runner to start: its job, and the runs it starts with.
 type work struct {
@@ -35,7 +45,17 @@ type work struct {
 // free.
 func (p *pool) start(w work) {
 	p.mu.Lock()
-	p.queue = append(p.queue, w)
+	if p.tail == nil || p.tail.tail == chunkLen {
+		c := new(chunk)
+		if p.tail == nil {
+			p.head = c
+		} else {
+			p.tail.next = c
+		}
+		p.tail = c
+	}
+	p.tail.works[p.tail.tail] = w
+	p.tail.tail++
 	spawn := p.free == 0
 	if spawn {
 		p.free++
@@ -44,6 +64,34 @@ func (p *pool) start(w work) {
 	if spawn {
 		go p.run()
 	}
+}
+
+// takeLocked takes the oldest work of the queue, and reports whether there
+// was one. The caller holds p.mu.
+func (p *pool) takeLocked(w *work) bool {
+	c := p.head
+	if c == nil || c.head == c.tail {
+		return false
+	}
+	*w = c.works[c.head]
+	c.works[c.head] = work{}
+	c.head++
+	if c.head == c.tail {
+		if c.next == nil && c.tail < chunkLen {
+			c.head, c.tail = 0, 0 // the only chunk: keep it
+		} else {
+			p.head = c.next
+			if p.head == nil {
+				p.tail = nil
+			}
+		}
+	}
+	return true
+}
+
+// waitingLocked reports whether runners wait. The caller holds p.mu.
+func (p *pool) waitingLocked() bool {
+	return p.head != nil && p.head.head < p.head.tail
 }
 
 // run is a pool goroutine. It is counted in free when it starts. A runner
@@ -55,7 +103,7 @@ func (p *pool) run() {
 			return
 		}
 		p.mu.Lock()
-		spawn := p.head < len(p.queue) && p.free == 0
+		spawn := p.waitingLocked() && p.free == 0
 		if spawn {
 			p.free++
 		}
@@ -64,27 +112,20 @@ func (p *pool) run() {
 			go p.run()
 		}
 	}()
+	var w work
 	p.mu.Lock()
-	for p.head < len(p.queue) {
-		w := p.queue[p.head]
-		p.queue[p.head] = work{}
-		p.head++
+	for p.takeLocked(&w) {
 		p.free--
-		spawn := p.head < len(p.queue) && p.free == 0
+		spawn := p.waitingLocked() && p.free == 0
 		if spawn {
 			p.free++ // the new goroutine, counted before anyone can look
-		}
-		if p.head == len(p.queue) {
-			p.queue, p.head = p.queue[:0], 0
-			if cap(p.queue) > 4096 {
-				p.queue = nil // let a herd's queue go
-			}
 		}
 		p.mu.Unlock()
 		if spawn {
 			go p.run()
 		}
 		w.j.runner(w.first, w.batch)
+		w = work{}
 		p.mu.Lock()
 		p.free++
 	}
