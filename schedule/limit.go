@@ -34,9 +34,7 @@ type RunLimit struct {
 // A waiting run is a runner a RunLimit has not started yet: the batch of
 // runs it is to run for its job.
 type waiting struct {
-	j     *Job
-	first pending // if its Due is set, run before batch
-	batch []pending
+	work
 	state uint8 // waitQueued, waitStarted or waitDropped; guarded by RunLimit.mu
 }
 
@@ -83,36 +81,36 @@ func (l *RunLimit) enter(j *Job, first pending, batch []pending, now bool) *wait
 	if l.running < l.max || now {
 		l.running++
 		l.mu.Unlock()
-		go l.serve(j, first, batch)
+		go l.serve(work{j: j, p: first, batch: batch})
 		return nil
 	}
-	w := &waiting{j: j, first: first, batch: batch}
+	w := &waiting{work: work{j: j, p: first, batch: batch}}
 	l.queue = append(l.queue, w)
 	l.waits++
 	l.mu.Unlock()
 	return w
 }
 
-// serve runs the runner of j for first and batch, then those waiting, one after
-// another, on one goroutine, until none waits. A Func that calls
-// runtime.Goexit ends the goroutine: another takes its place.
-func (l *RunLimit) serve(j *Job, first pending, batch []pending) {
+// serve runs the runner of w, then those waiting, one after another, on
+// one goroutine, until none waits. A Func that calls runtime.Goexit ends
+// the goroutine: another takes its place.
+func (l *RunLimit) serve(w work) {
 	normal := false
 	defer func() {
 		if !normal {
 			if w := l.next(); w != nil {
-				go l.serve(w.j, w.first, w.batch)
+				go l.serve(w.work)
 			}
 		}
 	}()
 	for {
-		j.runner(first, batch)
-		w := l.next()
-		if w == nil {
+		w.j.runner(&w)
+		next := l.next()
+		if next == nil {
 			normal = true
 			return
 		}
-		j, first, batch = w.j, w.first, w.batch
+		w = next.work
 	}
 }
 

@@ -36,9 +36,14 @@ const chunkLen = 128
 
 // A work is a runner to start: its job, and the runs it starts with.
 type work struct {
-	j     *Job
-	first pending
+	j *Job
+	// p is, if its Due is set, the run to start before batch; once the
+	// runner has taken a run, the run it is on. The runner's frame holds
+	// none, so that a run seldom grows its goroutine's stack before the
+	// Func does.
+	p     pending
 	batch []pending
+	taken bool // p is the run the runner is on
 }
 
 // start queues the runner w, and starts a goroutine for it if none is
@@ -124,7 +129,7 @@ func (p *pool) run() {
 		if spawn {
 			go p.run()
 		}
-		w.j.runner(w.first, w.batch)
+		w.j.runner(&w)
 		w = work{}
 		p.mu.Lock()
 		p.free++

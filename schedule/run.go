@@ -74,11 +74,14 @@ type pending struct {
 	start    time.Time // once claimed: when the run started (Record.Start)
 	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
 	inline   bool      // a catch-up run inside another run's: its outcome reaches the Observer at once
+	ended    *ended    // the outcome of the run, for the Observer, once it has ended; nil without an Observer
+}
 
-	// The outcome of the run, once it has ended and ended is set: the
-	// runner passes it to the Observer once the run no longer counts as
-	// in flight.
-	ended  bool
+// An ended run's outcome, which the runner passes to the Observer once the
+// run no longer counts as in flight. It is made only for a job with an
+// Observer, so that a pending run stays small: the runner's frame holds
+// one, under the Func.
+type ended struct {
 	status Status
 	end    time.Time
 	msg    string
@@ -291,7 +294,7 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 func (j *Job) spawnLocked(x *active, first pending, batch []pending, now bool) {
 	l := j.cfg.limit
 	if l == nil {
-		j.w.pool.start(work{j, first, batch})
+		j.w.pool.start(work{j: j, p: first, batch: batch})
 		return
 	}
 	if w := l.enter(j, first, batch, now); w != nil {
@@ -326,8 +329,8 @@ func (j *Job) dropWaitingLocked(why error) []Record {
 			continue // started meanwhile: it finds the job stopped
 		}
 		x.runners--
-		if !w.first.run.Due.IsZero() {
-			obs = append(obs, j.drop(w.first, why))
+		if !w.p.run.Due.IsZero() {
+			obs = append(obs, j.drop(w.p, why))
 		}
 		for _, p := range w.batch {
 			obs = append(obs, j.drop(p, why))
@@ -370,9 +373,10 @@ func (j *Job) dropQueueLocked(why error) []Record {
 	return obs
 }
 
-// runner runs the pending runs of batch, then those of the queue, one
-// after another, and exits when there are none left.
-func (j *Job) runner(first pending, batch []pending) {
+// runner runs the pending runs of w (its first, then its batch), then
+// those of the queue, one after another, and exits when there are none
+// left.
+func (j *Job) runner(w *work) {
 	x := j.x       // set before any runner starts, never changed
 	var cur uint64 // the id of the flight in progress, if any
 	normal := false
@@ -387,20 +391,23 @@ func (j *Job) runner(first pending, batch []pending) {
 		j.exitLocked(x)
 		j.mu.Unlock()
 	}()
-	var p pending
+	p := &w.p
 	for {
-		ctx, cancel, id := j.take(x, &first, &batch, &p)
+		ctx, cancel, id := j.take(x, w)
 		if id == 0 {
 			normal = true
 			return
 		}
 		cur = id
-		j.execute(ctx, cancel, x, &p, false)
+		if claimed, _ := j.begin(ctx, x, p, false); claimed {
+			renew, runErr, err := j.run(ctx, cancel, x, p)
+			j.finish(ctx, x, p, renew, runErr, err)
+		}
 		cancel(nil)
 		j.mu.Lock()
 		x.land(cur)
 		cur = 0
-		if !p.ended || j.cfg.observer == nil {
+		if p.ended == nil {
 			j.mu.Unlock()
 			continue
 		}
@@ -408,14 +415,14 @@ func (j *Job) runner(first pending, batch []pending) {
 		// of it, so that a RunNow from the Observer (a retry of a failed
 		// run) finds the job free. A runner with nothing left to run
 		// leaves first; one with more runs queued keeps the job busy.
-		leaving := len(batch) == 0 && len(x.queue) == 0
+		leaving := len(w.batch) == 0 && len(x.queue) == 0
 		x.reports++
 		if leaving {
 			normal = true
 			j.exitLocked(x)
 		}
 		j.mu.Unlock()
-		j.reportEnded(x, &p)
+		j.reportEnded(x, p)
 		if leaving {
 			return
 		}
@@ -442,21 +449,22 @@ func (j *Job) reportEnded(x *active, p *pending) {
 		j.quietLocked()
 		j.mu.Unlock()
 	}()
-	j.report(j.cfg.observer, p, p.end, p.status, p.msg)
+	j.report(j.cfg.observer, p, p.ended.end, p.ended.status, p.ended.msg)
 }
 
-// take moves the next pending run to start, from first, batch or else the
-// queue, into p, and returns its context and flight id. Runs the job may
+// take moves the next pending run to start, from w or else the queue,
+// into w.p, and returns its context and flight id. Runs the job may
 // not start (it is stopped or paused) it drops, reporting them. With none
 // left it accounts for the runner's exit and returns id 0.
-func (j *Job) take(x *active, first *pending, batch *[]pending, p *pending) (context.Context, context.CancelCauseFunc, uint64) {
+func (j *Job) take(x *active, w *work) (context.Context, context.CancelCauseFunc, uint64) {
+	p := &w.p
 	for {
 		j.mu.Lock()
-		switch b := *batch; {
-		case !first.run.Due.IsZero():
-			*p, *first = *first, pending{}
-		case len(b) > 0:
-			*p, *batch = b[0], b[1:]
+		switch {
+		case !w.taken && !p.run.Due.IsZero():
+		case len(w.batch) > 0:
+			*p = w.batch[0]
+			w.batch = w.batch[1:]
 		case len(x.queue) == 1:
 			*p = x.queue[0]
 			x.queue[0] = pending{}
@@ -470,6 +478,7 @@ func (j *Job) take(x *active, first *pending, batch *[]pending, p *pending) (con
 			j.mu.Unlock()
 			return nil, nil, 0
 		}
+		w.taken = true
 		if j.state != jobStarted || j.paused() {
 			if p.claim != nil {
 				// Not finished: its lease expires, and a replica takes
@@ -565,11 +574,11 @@ func (j *Job) wait(ctx context.Context) error {
 	}
 }
 
-// execute claims the slot of p (unless a LeaseStore handed it over
-// claimed), runs the Func, and records the outcome. It reports false if
-// the claim failed (not ErrClaimed): the slot is owed, and was reported
-// Skipped unless retry says that it was before, when its claim first
-// failed.
+// begin claims the slot of p, unless a LeaseStore handed it over claimed,
+// and reports whether the caller is to run it (claimed). It reports ok false
+// if the claim failed (not ErrClaimed): the slot is owed, and was
+// reported Skipped unless retry says that it was before, when its claim
+// first failed.
 //
 // A claim that fails is tried again, after a growing pause, while the slot
 // is worth running (worthRetrying): a store that is slow or busy for a
@@ -577,28 +586,26 @@ func (j *Job) wait(ctx context.Context) error {
 // outage. Each try first catches up what an outage left owed, so that the
 // owed slots still run before this one.
 //
-// Each step is a call of its own, so that the Func runs on a stack that
-// holds no Record: most Funcs then run without growing their goroutine's
-// first stack.
-func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending, retry bool) bool {
+// begin returns before the Func runs, so that the Func runs on a stack
+// that holds none of its frames: most Funcs then run without growing
+// their goroutine's first stack.
+func (j *Job) begin(ctx context.Context, x *active, p *pending, retry bool) (claimed, ok bool) {
 	if h := p.claim; h != nil {
 		p.start = time.Now().Round(0)
 		p.run.Reason, p.run.Attempt = Recovered, h.rec.Attempt
-		j.run(ctx, cancel, x, p)
-		return true
+		return true, true
 	}
 	for pause := time.Duration(0); ; {
 		// A job on a Store of its own never owes a slot: its Last never
 		// fails, and its claims fail only under MisfireRunAll's limit.
 		if p.run.Reason == Scheduled && j.cfg.store != nil && !j.catchUp(ctx, x, &p.run) {
-			return true
+			return false, true
 		}
 		switch err := j.claim(ctx, x, p); {
 		case err == nil:
-			j.run(ctx, cancel, x, p)
-			return true
+			return true, true
 		case errors.Is(err, ErrClaimed) && p.run.Reason != Manual:
-			return true // the slot is another replica's, which records it
+			return false, true // the slot is another replica's, which records it
 		case !errors.Is(err, ErrClaimed) && ctx.Err() == nil:
 			if pause = retryPause(pause); j.worthRetrying(&p.run, pause) && sleep(ctx, pause) {
 				continue
@@ -613,7 +620,7 @@ func (j *Job) execute(ctx context.Context, cancel context.CancelCauseFunc, x *ac
 				// not its run.
 				j.claimSkipped(ctx, &p.run, err)
 			}
-			return false
+			return false, false
 		}
 	}
 }
@@ -762,23 +769,64 @@ func (j *Job) claimSkipped(ctx context.Context, r *Run, err error) {
 	j.observe([]Record{s})
 }
 
-// run runs the Func for the claimed slot of p, renewing its lease if the
-// store has leases, and then records its outcome.
-func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) {
-	var renew *renewal
+// run runs the Func for the claimed slot of p, under the job's timeout if
+// it has one, renewing its lease if the store has leases. ctx is the
+// run's context, and cancel cancels it. It returns what the caller passes
+// to finish: the run's renewal, if any, the error of the Func's context
+// when it returned, and the Func's error, or its panic. A Func that calls
+// runtime.Goexit leaves no outcome: its lease is left to expire, so that
+// the slot is taken over.
+//
+// The Func runs right under run and the runner, whose frames are small:
+// the steps before and after it are calls of their own, made from the
+// runner, so that most Funcs run, and their runs are recorded, without
+// growing their goroutine's first stack.
+func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) (renew *renewal, runErr, err error) {
+	c := call{ctx: ctx}
 	if ls := j.cfg.lease; ls != nil && ls.Lease() > 0 {
-		renew = j.renew(ls, p, cancel)
-		// A Func that calls runtime.Goexit leaves no outcome: its lease is
-		// left to expire, so that the slot is taken over.
-		defer j.stopRenewal(x, renew)
+		c.renew = j.renew(ls, p, cancel)
 	}
-	var err, runErr error
+	if t := j.cfg.timeout; t > 0 {
+		c.ctx, c.cancel = context.WithTimeout(ctx, t)
+	}
+	defer j.end(x, &c, &renew, &runErr, &err)
 	if ctx.Err() == nil { // not stopped or replaced since the claim
-		err, runErr = j.call(ctx, &p.run)
-	} else {
-		runErr = ctx.Err()
+		c.err = j.f(c.ctx, p.run)
 	}
-	j.finish(ctx, x, p, renew, runErr, err)
+	c.returned = true
+	return
+}
+
+// A call is a call of the Func, in run.
+type call struct {
+	ctx      context.Context    // the Func's: the run's, or under it with the job's timeout
+	cancel   context.CancelFunc // ctx's, if not the run's
+	renew    *renewal           // renews the run's lease, if the store has leases
+	err      error              // the Func's
+	returned bool               // the Func returned, or was not called
+}
+
+// end, deferred by run, sets run's results: it turns a panic of the Func
+// into its error. If the Func called runtime.Goexit, it gives the lease
+// up instead.
+func (j *Job) end(x *active, c *call, renew **renewal, runErr, err *error) {
+	v := recover()
+	if !c.returned && v == nil { // runtime.Goexit
+		if c.renew != nil {
+			j.stopRenewal(x, c.renew)
+		}
+		if c.cancel != nil {
+			c.cancel()
+		}
+		return
+	}
+	if v != nil {
+		c.err = fmt.Errorf("schedule: panic: %v", v)
+	}
+	*renew, *runErr, *err = c.renew, c.ctx.Err(), c.err
+	if c.cancel != nil {
+		c.cancel()
+	}
 }
 
 // claimed returns the Record of the claim of p's slot.
@@ -844,7 +892,7 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 		if p.inline {
 			j.report(f, p, end, status, msg)
 		} else {
-			p.ended, p.status, p.end, p.msg = true, status, end, msg
+			p.ended = &ended{status: status, end: end, msg: msg}
 		}
 	}
 }
@@ -901,24 +949,6 @@ func joinErr(a, b string) string {
 		return a
 	}
 	return a + ": " + b
-}
-
-// call runs the Func, under the job's timeout if it has one, turning a
-// panic into an error. It returns the Func's error, and the error of the
-// Func's context when it returned.
-func (j *Job) call(ctx context.Context, r *Run) (err, runErr error) {
-	if t := j.cfg.timeout; t > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t)
-		defer cancel()
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("schedule: panic: %v", v)
-		}
-		runErr = ctx.Err()
-	}()
-	return j.f(ctx, *r), nil
 }
 
 // recoverOutage runs, before the slot due, under MisfireRunAll, the slots
@@ -988,7 +1018,12 @@ func (j *Job) catchUpRun(ctx context.Context, x *active, p *pending) bool {
 	defer x.caught(j, p.run.Due) // a Func that calls runtime.Goexit leaves no slot marked
 	rctx, rcancel := context.WithCancelCause(ctx)
 	defer rcancel(nil)
-	return j.execute(rctx, rcancel, x, p, true)
+	claimed, ok := j.begin(rctx, x, p, true)
+	if claimed {
+		renew, runErr, err := j.run(rctx, rcancel, x, p)
+		j.finish(rctx, x, p, renew, runErr, err)
+	}
+	return ok
 }
 
 // Start retries Last, when it failed, after a pause of firstStartRetry
