@@ -4,8 +4,21 @@
 # the state protocol, the spin model (if spin is installed), a short fuzz
 # run, and every benchmark once so that none of them can rot. It fetches the
 # Go tools it needs itself, at pinned versions.
+#
+# ./check.sh -long adds the slow checks: the herd of 100,000 jobs on three
+# replica processes, on SQLite and PostgreSQL, at the default lease.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+long=false
+case "${1:-}" in
+-long) long=true ;;
+"") ;;
+*)
+	echo "usage: ./check.sh [-long]" >&2
+	exit 2
+	;;
+esac
 
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -63,5 +76,10 @@ fi
 # worker is mid-call (go.dev/issue/75804). A count never races a deadline.
 step "fuzz the state transitions: 60000 inputs"
 go test -run '^$' -fuzz '^FuzzTransitions$' -fuzztime 60000x .
+
+if $long; then
+	step "long: a herd of 100,000 jobs on three replicas, every slot once"
+	(cd schedule/sqlstore && SQLSTORE_HERD_JOBS=100000 go test -count=1 -timeout 30m -run '^TestHerdExactlyOnce$' -v . | grep -E '^(=== RUN|--- |    herd|ok|FAIL|PASS)')
+fi
 
 printf '\nall checks passed\n'
