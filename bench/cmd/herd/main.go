@@ -52,7 +52,7 @@ type options struct {
 	Timeout  time.Duration
 	DSN      string
 	Idle     time.Duration
-	Runs     int // the Store's RunLimit, 0 for its default
+	Runs     int   // the Store's RunLimit, 0 for its default
 	Due      int64 // Unix ns, for the replicas
 	Node     string
 	JSON     bool
