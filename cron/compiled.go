@@ -9,6 +9,22 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
+var overlaps = map[string]schedule.Overlap{
+	"":           schedule.OverlapSkip,
+	"skip":       schedule.OverlapSkip,
+	"buffer-one": schedule.OverlapBufferOne,
+	"replace":    schedule.OverlapReplace,
+	"allow":      schedule.OverlapAllow,
+}
+
+// overlapNames are the names of the Overlap policies in a Task.
+var overlapNames = map[schedule.Overlap]string{
+	schedule.OverlapSkip:      "skip",
+	schedule.OverlapBufferOne: "buffer-one",
+	schedule.OverlapReplace:   "replace",
+	schedule.OverlapAllow:     "allow",
+}
+
 var misfires = map[string]schedule.Misfire{
 	"":         schedule.MisfireRunOnce,
 	"run-once": schedule.MisfireRunOnce,
@@ -56,8 +72,8 @@ func instant(sec int64, nsec int32) time.Time {
 // spelled out: the misfire policy by name, the times in UTC.
 func (c *compiled) task(name string) Task {
 	return Task{Name: name, Handler: c.handler, BusinessID: c.businessID, Spec: c.spec, Zone: c.zone,
-		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once, Enabled: true,
-		Overlap: c.overlap == schedule.OverlapAllow, Misfire: misfireNames[c.misfire]}
+		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once,
+		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire]}
 }
 
 // withSeen returns c with the anchor seen: c itself if it has it, or if
@@ -78,7 +94,8 @@ func (c *compiled) withSeen(seen int64, mine bool) *compiled {
 // same reports whether d, an enabled definition, is the one c holds.
 func (c *compiled) same(d Task) bool {
 	m, ok := misfires[d.Misfire]
-	return ok && m == c.misfire && (d.Overlap == (c.overlap == schedule.OverlapAllow)) &&
+	o, ok2 := overlaps[d.Overlap]
+	return ok && ok2 && m == c.misfire && o == c.overlap &&
 		c.handler == d.Handler && c.businessID == d.BusinessID && c.spec == d.Spec && c.zone == d.Zone &&
 		c.start().Equal(d.Start) && c.end().Equal(d.End) && c.permanent == d.Permanent && c.once == d.Once
 }
@@ -144,12 +161,13 @@ func compile(t Task, handlers map[string]Handler, loc *time.Location, parse func
 	if !ok {
 		return fail("misfire", errors.New("unknown policy "+strconv.Quote(clip(t.Misfire))+"; want run-once, skip or run-all"))
 	}
+	o, ok := overlaps[t.Overlap]
+	if !ok {
+		return fail("overlap", errors.New("unknown policy "+strconv.Quote(clip(t.Overlap))+"; want skip, buffer-one, replace or allow"))
+	}
 	c := &compiled{handler: t.Handler, businessID: t.BusinessID, spec: t.Spec, zone: t.Zone,
 		startSec: t.Start.Unix(), startNsec: int32(t.Start.Nanosecond()), endSec: t.End.Unix(), endNsec: int32(t.End.Nanosecond()),
-		permanent: t.Permanent, once: t.Once, misfire: m, overlap: schedule.OverlapSkip}
-	if t.Overlap {
-		c.overlap = schedule.OverlapAllow
-	}
+		permanent: t.Permanent, once: t.Once, misfire: m, overlap: o}
 	return c, nil
 }
 

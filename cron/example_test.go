@@ -64,11 +64,11 @@ func ExampleTable() {
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	changes, err := tab.Apply(context.Background(), []cron.Task{
 		{Name: "shop-1 weekly", Handler: "report", BusinessID: "shop-1", Spec: "0 0 8 ? * MON",
-			Start: start, Permanent: true, Enabled: true},
+			Start: start, Permanent: true},
 		{Name: "shop-2 daily", Handler: "report", BusinessID: "shop-2", Spec: "0 0 9 * * ?",
-			Start: start, End: start.AddDate(0, 1, 0), Enabled: true},
+			Start: start, End: start.AddDate(0, 1, 0)},
 		{Name: "shop-3", Handler: "report", BusinessID: "shop-3", Spec: "0 0 25 * * ?",
-			Permanent: true, Enabled: true},
+			Permanent: true},
 	})
 	fmt.Println(changes.Added)
 	fmt.Println(err)

@@ -134,7 +134,7 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 	bad := make([]bool, len(defs))
 	for i, d := range defs {
 		switch {
-		case !d.Enabled:
+		case d.Paused: // for now as if absent; a paused job replaces this
 		case cur[i] != nil && cur[i].same(d):
 			want[i] = cur[i]
 		default:
@@ -491,3 +491,16 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
+
+// Tasks returns every task t runs, sorted by name.
+func (t *Table) Tasks() []TaskState { panic("cron: Tasks: not yet") }
+
+// RunNow runs the task name at once, as a Manual run under its overlap
+// policy.
+func (t *Table) RunNow(name string) error { panic("cron: RunNow: not yet") }
+
+// Pause pauses the task name.
+func (t *Table) Pause(name string) error { panic("cron: Pause: not yet") }
+
+// Resume resumes the task name.
+func (t *Table) Resume(name string) error { panic("cron: Resume: not yet") }

@@ -29,7 +29,7 @@ func tableTasks(n, changed int) []cron.Task {
 			spec = tableSpecs[(i+1)%len(tableSpecs)]
 		}
 		ts[i] = cron.Task{Name: "task-" + strconv.Itoa(i), Handler: "h", BusinessID: "b-" + strconv.Itoa(i),
-			Spec: spec, Zone: tableZones[i%len(tableZones)], Permanent: true, Enabled: true}
+			Spec: spec, Zone: tableZones[i%len(tableZones)], Permanent: true}
 		if i%2 == 1 { // half of them in a window of their own
 			ts[i].Permanent = false
 			ts[i].Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)

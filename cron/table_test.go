@@ -85,7 +85,7 @@ func dues(rs []ledgerRun) []time.Time {
 
 // task returns an enabled permanent task of handler h.
 func task(name, h, spec string) cron.Task {
-	return cron.Task{Name: name, Handler: h, BusinessID: "b-" + name, Spec: spec, Permanent: true, Enabled: true}
+	return cron.Task{Name: name, Handler: h, BusinessID: "b-" + name, Spec: spec, Permanent: true}
 }
 
 // Each definition that is not valid gets a *TaskError naming its field;
@@ -142,7 +142,7 @@ func TestTableApply(t *testing.T) {
 		t0 := time.Now().UTC() // 2000-01-01 00:00:00 UTC in the bubble
 
 		defs := []cron.Task{task("one", "a", "*/10 * * * * *"), task("two", "a", "0 * * * * *"), task("off", "a", "* * * * * *")}
-		defs[2].Enabled = false
+		defs[2].Paused = true
 		ch, err := tab.Apply(ctx, defs)
 		require.NoError(t, err)
 		assert.Equal(t, cron.Changes{Added: []string{"one", "two"}}, ch)
@@ -320,7 +320,7 @@ func TestTableStopCancelsEverything(t *testing.T) {
 		_, err := tab.Apply(ctx, []cron.Task{a, b})
 		require.NoError(t, err)
 		time.Sleep(1500 * time.Millisecond)
-		b.Overlap = true // b's job is to be replaced once its run ends
+		b.Overlap = "allow" // b's job is to be replaced once its run ends
 		_, err = tab.Apply(ctx, []cron.Task{b})
 		require.NoError(t, err)
 		start := time.Now()
@@ -356,7 +356,7 @@ func TestTableOnceAndWindow(t *testing.T) {
 		time.Sleep(30 * time.Second)
 		// A new overlap policy gives the task a new job; it must not run
 		// the once task again.
-		defs[0].Overlap = true
+		defs[0].Overlap = "allow"
 		_, err = tab.Apply(ctx, defs)
 		require.NoError(t, err)
 		time.Sleep(30 * time.Second)
@@ -395,7 +395,7 @@ func TestTableReloadNeverLosesOrDoublesARun(t *testing.T) {
 		ctx := context.Background()
 		t0 := time.Now().UTC()
 		d := task("t", "h", "* * * * * *")
-		d.Overlap = true // runs of 1.5s overlap: the drain of a job spans a slot
+		d.Overlap = "allow" // runs of 1.5s overlap: the drain of a job spans a slot
 		policies := []string{"run-all", "run-once"}
 		for i := range 150 {
 			if i%3 == 2 {
@@ -458,7 +458,7 @@ func TestTableConcurrentApplies(t *testing.T) {
 					for _, name := range []string{"a", "b", "c", "d"} {
 						d := task(name, "h", []string{"* * * * * *", "*/2 * * * * *", "*/3 * * * * *"}[r.IntN(3)])
 						d.Misfire = []string{"run-once", "skip", "run-all"}[r.IntN(3)]
-						d.Enabled = r.IntN(4) != 0
+						d.Paused = r.IntN(4) == 0
 						d.BusinessID = fmt.Sprint(r.IntN(2))
 						defs = append(defs, d)
 					}

@@ -100,6 +100,9 @@ type config struct {
 	grace       time.Duration
 	timeout     time.Duration
 	retry       time.Duration // WithClaimRetry's, or -1: the default
+	attempts    int           // WithRetry's: the runs a slot may take in all; 0 or 1: no retry
+	backoff     time.Duration // WithRetry's: the pause before the first retry
+	since       time.Time     // WithSince's
 	limit       *RunLimit
 	limitSet    bool // WithRunLimit was given
 	store       Store
@@ -121,6 +124,7 @@ func (c *config) isDefault() bool {
 	d := defaultConfig
 	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
 		c.catchUp == d.catchUp && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
+		c.attempts == d.attempts && c.backoff == d.backoff && c.since.IsZero() &&
 		c.store == nil && c.node == "" && c.observer == nil && c.limit == nil && !c.limitSet
 }
 

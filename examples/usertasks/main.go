@@ -147,13 +147,13 @@ func run(ctx context.Context, w io.Writer) (*report, error) {
 	// The table of definitions, as a user edits it.
 	start := rep.start
 	defs := []cron.Task{
-		{Name: "report-shop-1", Handler: "report", BusinessID: "shop-1", Spec: "* * * * * ?", Start: start, Permanent: true, Enabled: true},
+		{Name: "report-shop-1", Handler: "report", BusinessID: "shop-1", Spec: "* * * * * ?", Start: start, Permanent: true},
 		{Name: "report-shop-2", Handler: "report", BusinessID: "shop-2", Spec: "* * * * * ?",
-			Start: start.Add(time.Second), End: start.Add(3 * time.Second), Enabled: true},
+			Start: start.Add(time.Second), End: start.Add(3 * time.Second)},
 		{Name: "welcome-mail", Handler: "mail", BusinessID: "user-42", Spec: "* * * * * ?", Once: true,
-			Start: start.Add(time.Second), End: start.Add(time.Hour), Enabled: true},
+			Start: start.Add(time.Second), End: start.Add(time.Hour)},
 		{Name: "export-orders", Handler: "export", BusinessID: "orders", Spec: "* * * * * ?", Start: start, Permanent: true,
-			Misfire: "skip", Enabled: true},
+			Misfire: "skip"},
 	}
 	write := func(defs []cron.Task) error {
 		b, err := json.MarshalIndent(defs, "", "  ")
@@ -221,7 +221,7 @@ func run(ctx context.Context, w io.Writer) (*report, error) {
 	if sleep(addTask) {
 		defs[0].Spec = "*/2 * * * * ?"
 		defs = append(defs, cron.Task{Name: "report-shop-3", Handler: "report", BusinessID: "shop-3", Spec: "* * * * * ?",
-			Permanent: true, Enabled: true})
+			Permanent: true})
 		if err := write(defs); err != nil {
 			return nil, err
 		}
