@@ -140,3 +140,13 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// Validate checks t as a Table's Apply does, but for its Handler, which
+// only needs a name here: a store of definitions calls it before it saves
+// one. Its error is a *TaskError naming the field.
+func (t Task) Validate() error {
+	_, err := compile(t, map[string]Handler{t.Handler: anyHandler}, time.UTC, Parse)
+	return err
+}
+
+func anyHandler(context.Context, string, schedule.Run) error { return nil }
