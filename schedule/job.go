@@ -110,10 +110,12 @@ var ErrStarted = errors.New("schedule: job already started")
 var ErrStopped = errors.New("schedule: job stopped")
 
 // Start reads the job's last record from its store, applies the Misfire
-// policy to the slots that passed since (a job with no record catches up
-// nothing), and arms the job for its first slot strictly after now, which
-// Next reports once Start returns. Catch-up runs start at once, on their
-// own goroutines.
+// policy to the slots that passed since, and arms the job for its first
+// slot strictly after now, which Next reports once Start returns. Catch-up
+// runs start at once, on their own goroutines. A job with no record owes
+// the slots since it has been scheduled (WithSince, or its first Start on
+// a SinceStore), and none otherwise. The slots the Misfire policy leaves
+// Missed are written to the store (see NoteStore) and reach the Observer.
 //
 // A store that fails here does not prevent the start: the job treats it as
 // an outage and applies the Misfire policy at its first slot whose claim
@@ -131,6 +133,10 @@ func (j *Job) Start(ctx context.Context) error {
 type lastRead struct {
 	rec Record
 	err error
+	// Of a job with no record on a SinceStore: the store's answer to
+	// SinceOf, if sinceRead; zero if it failed.
+	since     time.Time
+	sinceRead bool
 }
 
 // start is Start, with the job's last record read already if read is not
@@ -165,6 +171,7 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		}
 	}
 	var last Record
+	var since time.Time // of a job with no record: when it has been scheduled since
 	known, outage := false, false
 	if s := j.cfg.store; s != nil {
 		if read == nil {
@@ -176,6 +183,7 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		case err == nil:
 			last, known = r, true
 		case errors.Is(err, ErrNoRecord):
+			since = j.sinceOf(ctx, time.Now().Round(0), read)
 		case ctx.Err() != nil:
 			return abort(ctx.Err())
 		default:
@@ -214,6 +222,12 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		}
 		if known {
 			if first := next(j.sched, last.Due); !first.IsZero() && !first.After(now) {
+				obs = j.dueLocked(j.sched, first, now)
+			}
+		} else if !since.IsZero() && since.Before(now) {
+			// The slots after since are owed, as if the job had run at
+			// since: a Start owes none at its own instant either.
+			if first := next(j.sched, since); !first.IsZero() && !first.After(now) {
 				obs = j.dueLocked(j.sched, first, now)
 			}
 		}
@@ -563,9 +577,11 @@ func (j *Job) handDueLocked(now time.Time) []Record {
 }
 
 // observe passes each record of a slot that did not run to the Observer,
-// if any. None of them was claimed. The caller must not hold j.mu: the
+// if any, after writing the Missed ones to the store (note). None of them
+// was claimed. The caller must not hold j.mu: the
 // Observer may call the job's methods.
 func (j *Job) observe(rs []Record) {
+	j.note(rs)
 	for _, r := range rs {
 		if f := j.cfg.observer; f != nil {
 			f(r)

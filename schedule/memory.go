@@ -19,6 +19,9 @@ type MemoryStore struct {
 	keep int
 	mu   sync.Mutex
 	jobs map[string][]Record // oldest Due first; the newest keep are kept, up to 2·keep held
+	// since holds when each job has been scheduled since (SinceStore),
+	// made at the first call.
+	since map[string]time.Time
 }
 
 // NewMemoryStore returns a MemoryStore that keeps the newest keep records

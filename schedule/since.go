@@ -7,8 +7,8 @@ import (
 
 // WithSince says that the job has been scheduled since t, as a task defined
 // at t is: a job with no record in its store then owes, at its first Start,
-// the slots due from t on, by its Misfire policy, as if it had run just
-// before t. Without it, a job that has no record owes the slots from its
+// the slots due after t, by its Misfire policy, as if it had run at t.
+// Without it, a job that has no record owes the slots from its
 // first Start on a SinceStore, and none on any other Store. A t after the
 // Start, or zero, is the Start.
 func WithSince(t time.Time) Option {
@@ -19,10 +19,104 @@ func WithSince(t time.Time) Option {
 // been scheduled, so that a job that has never run still owes, after a
 // restart, the slots due while no process ran it (a once task due during
 // the downtime, a new task's first slots). A Job on a SinceStore with no
-// record calls Since at Start.
+// record calls Since at Start; StartAll calls SinceOf for many.
 type SinceStore interface {
 	Store
 	// Since records t as the time job has been scheduled since, unless an
 	// earlier one is recorded, and returns the earliest recorded.
 	Since(ctx context.Context, job string, t time.Time) (time.Time, error)
+	// SinceOf is Since for each job of jobs, with its time, in one call: it
+	// returns the earliest time recorded of each.
+	SinceOf(ctx context.Context, jobs map[string]time.Time) (map[string]time.Time, error)
 }
+
+// A NoteStore is a Store that records, in one call, slots that did not
+// run. A Job records there the slots its Misfire policy left Missed (the
+// newest maxNoted of each gap), so that each slot's fate is in the store,
+// not only the Observer's; on a Store that is not a NoteStore it records
+// each with Claim, with its Status, and Finish.
+type NoteStore interface {
+	Store
+	// Note records each of rs, the finished record of a slot that did not
+	// run, unless its slot has a record already.
+	Note(ctx context.Context, rs []Record) error
+}
+
+// maxNoted bounds the Missed records of one gap that a job writes to its
+// store: the newest of them. The older ones reach only the Observer.
+const maxNoted = 16
+
+// sinceOf returns when the job has been scheduled since, for a Start at
+// now of a job that has no record: the earliest of WithSince's time, the
+// store's (a SinceStore's, which records the result), and now. read, if
+// not nil, holds the store's answer, read by StartAll.
+func (j *Job) sinceOf(ctx context.Context, now time.Time, read *lastRead) time.Time {
+	t := j.sinceBase(now)
+	ss, ok := j.cfg.store.(SinceStore)
+	if !ok {
+		return t
+	}
+	if read != nil && read.sinceRead {
+		if read.since.IsZero() { // the store failed
+			return t
+		}
+		return minTime(t, read.since)
+	}
+	got, err := ss.Since(ctx, j.name, t)
+	if err != nil || got.IsZero() {
+		return t // the store failed: what the job knows itself
+	}
+	return minTime(t, got)
+}
+
+// sinceBase returns when the job has been scheduled since, by what it
+// knows itself at a Start at now: WithSince's time, or now.
+func (j *Job) sinceBase(now time.Time) time.Time {
+	if s := j.cfg.since; !s.IsZero() && s.Before(now) {
+		return s
+	}
+	return now
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// note writes the Missed records among rs to the job's store, the newest
+// maxNoted of them, so that the store holds each slot's fate. A slot that
+// has a record already keeps it. A store that fails loses them: they
+// still reach the Observer.
+func (j *Job) note(rs []Record) {
+	s := j.cfg.store
+	if s == nil {
+		return
+	}
+	var missed []Record
+	for i := len(rs) - 1; i >= 0 && len(missed) < maxNoted; i-- {
+		if rs[i].Status == Missed {
+			missed = append(missed, rs[i])
+		}
+	}
+	if len(missed) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
+	defer cancel()
+	if ns, ok := s.(NoteStore); ok {
+		_ = ns.Note(ctx, missed)
+		return
+	}
+	for _, r := range missed {
+		if err := s.Claim(ctx, r); err == nil {
+			_ = s.Finish(ctx, r)
+		} else if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// noteTimeout bounds the writing of a gap's Missed records.
+const noteTimeout = 10 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"time"
 )
 
 // A LastReader is a Store that reads the last records of many jobs in one
@@ -28,9 +29,11 @@ func (e *StartError) Error() string { return e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
 
 // StartAll starts each of jobs as Start does, and returns a *StartError
-// for each of those that did not start, joined. The jobs whose Store is a LastReader
-// have their last records read together, in one call per Store; should
-// that call fail, each of them starts as a job whose Last failed does.
+// for each of those that did not start, joined. The jobs whose Store is a
+// LastReader have their last records read together, in one call per Store;
+// should that call fail, each of them starts as a job whose Last failed
+// does. Those with no record on a Store that is also a SinceStore have
+// their times read together too, with SinceOf.
 // Jobs already started, or stopped, get Start's errors; nil jobs are
 // skipped. If a job's Scheduler refuses its timer (a stopped wheel.Wheel),
 // StartAll starts the others, and then passes the first such panic on to
@@ -78,16 +81,40 @@ func StartAll(ctx context.Context, jobs ...*Job) error {
 			}
 			continue
 		}
-		for _, j := range js {
+		reads := make([]*lastRead, len(js))
+		var since map[string]time.Time // of the jobs with no record, on a SinceStore
+		for i, j := range js {
 			read := &lastRead{err: err}
 			if err == nil {
 				if r, ok := lasts[j.name]; ok {
 					read.rec = r
 				} else {
 					read.err = ErrNoRecord
+					if _, ok := lr.(SinceStore); ok {
+						if since == nil {
+							since = map[string]time.Time{}
+						}
+						since[j.name] = j.sinceBase(time.Now().Round(0))
+					}
 				}
 			}
-			if err := start(j, read); err != nil {
+			reads[i] = read
+		}
+		if len(since) > 0 {
+			got, err := lr.(SinceStore).SinceOf(ctx, since)
+			for _, read := range reads {
+				if read.err == ErrNoRecord {
+					read.sinceRead = true
+				}
+			}
+			if err == nil {
+				for i, j := range js {
+					reads[i].since = got[j.name]
+				}
+			}
+		}
+		for i, j := range js {
+			if err := start(j, reads[i]); err != nil {
 				errs = append(errs, &StartError{Job: j, Err: err})
 			}
 		}
