@@ -77,3 +77,40 @@ func TestMemoryStoreRecordsAsAnyStore(t *testing.T) {
 		"schedule: panic: boom", ""}, errs)
 	assert.Equal(t, seenDirect[len(seenDirect)-1], direct[0])
 }
+
+// A MemoryStore's Retry claims the next attempt of its node's running
+// record; a Finish of an earlier attempt is refused.
+func TestMemoryStoreRetry(t *testing.T) {
+	ctx := context.Background()
+	mem := schedule.NewMemoryStore(3)
+	r := schedule.Record{Job: "j", Due: t0, Status: schedule.Running, Start: t0, Node: "n", Attempt: 1}
+	require.NoError(t, mem.Claim(ctx, r))
+	failed := r
+	failed.Status, failed.End, failed.Err = schedule.Failed, at(time.Second), "down"
+	other := failed
+	other.Node = "m"
+	assert.ErrorIs(t, mem.Retry(ctx, other), schedule.ErrLeaseLost, "another node's claim")
+	other = failed
+	other.Attempt = 2
+	assert.ErrorIs(t, mem.Retry(ctx, other), schedule.ErrLeaseLost, "another attempt")
+	other = failed
+	other.Due = at(time.Hour)
+	assert.ErrorIs(t, mem.Retry(ctx, other), schedule.ErrNoRecord)
+	require.NoError(t, mem.Retry(ctx, failed))
+	last, err := mem.Last(ctx, "j")
+	require.NoError(t, err)
+	assert.Equal(t, schedule.Running, last.Status)
+	assert.Equal(t, 2, last.Attempt)
+	assert.Empty(t, last.Err)
+	assert.True(t, last.End.IsZero())
+	assert.ErrorIs(t, mem.Retry(ctx, failed), schedule.ErrLeaseLost, "a second Retry of one attempt")
+	assert.ErrorIs(t, mem.Finish(ctx, failed), schedule.ErrLeaseLost, "a late write of the first attempt")
+	done := last
+	done.Status, done.End = schedule.Succeeded, at(2*time.Second)
+	require.NoError(t, mem.Finish(ctx, done))
+	done.Status = schedule.Failed
+	assert.ErrorIs(t, mem.Retry(ctx, done), schedule.ErrLeaseLost, "a finished attempt")
+	last, err = mem.Last(ctx, "j")
+	require.NoError(t, err)
+	assert.Equal(t, schedule.Succeeded, last.Status)
+}
