@@ -147,6 +147,13 @@ func (m *MemoryStore) Retry(_ context.Context, r Record) error {
 	return m.retry(r.Job, r.Due, r.Node, r.Attempt, time.Now().Round(0))
 }
 
+// retryRun is Retry for the failed attempt of r, claimed with claimRun or
+// retryRun on node, whose next attempt starts at start, made without a
+// Record on the caller's stack.
+func (m *MemoryStore) retryRun(r *Run, start time.Time, node string) error {
+	return m.retry(r.Job, r.Due, node, r.Attempt, start)
+}
+
 func (m *MemoryStore) retry(job string, due time.Time, node string, attempt int, start time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
