@@ -278,6 +278,38 @@ func ExampleWithTimeout() {
 	// schedule: run timed out after 20ms: context deadline exceeded
 }
 
+// A failed run is tried again within its slot, with the next Attempt:
+// each attempt reaches the Observer, and the store keeps the last one's
+// outcome.
+func ExampleWithRetry() {
+	store := schedule.NewMemoryStore(10)
+	done := make(chan struct{})
+	j := schedule.NewJob("report", schedule.Every(24*time.Hour), func(ctx context.Context, r schedule.Run) error {
+		if r.Attempt < 3 {
+			return errors.New("mail server down")
+		}
+		return nil
+	}, schedule.WithRetry(5, 10*time.Millisecond), schedule.WithStore(store), schedule.WithObserver(func(r schedule.Record) {
+		if r.Status == schedule.Failed {
+			fmt.Println("attempt", r.Attempt, "failed:", r.Err)
+			return
+		}
+		fmt.Println("attempt", r.Attempt, r.Status)
+		close(done)
+	}))
+	_ = j.Start(context.Background())
+	j.RunNow()
+	<-done
+	_ = j.Stop(context.Background())
+	last, _ := store.Last(context.Background(), "report")
+	fmt.Println("recorded: attempt", last.Attempt, last.Status)
+	// Output:
+	// attempt 1 failed: mail server down
+	// attempt 2 failed: mail server down
+	// attempt 3 Succeeded
+	// recorded: attempt 3 Succeeded
+}
+
 // Many jobs share one timing wheel, which holds an idle job's timer in 40
 // bytes. One more timer on the wheel watches the wall clock for all of them.
 func ExampleWithScheduler() {

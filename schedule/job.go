@@ -26,11 +26,12 @@ type Run struct {
 	Job    string
 	Due    time.Time // the slot: the time the Schedule gave, or the time of RunNow
 	Reason Reason
-	// Attempt is the claim's Record.Attempt: 1 for a slot the job claimed,
-	// more for a Recovered run, whose slot a LeaseStore handed over from
-	// another node. (Job, Due, Attempt) names this claim alone: a Func can
-	// pass it with its side effects so that those of an earlier attempt,
-	// still running on a node that lost its lease, are refused (fencing).
+	// Attempt is the run's Record.Attempt: 1 for a slot the job claimed,
+	// one more for each retry of it (WithRetry), and for a Recovered run,
+	// whose slot a LeaseStore handed over from another node, the claim's.
+	// (Job, Due, Attempt) names this attempt alone: a Func can pass it with
+	// its side effects so that those of an earlier attempt, still running
+	// on a node that lost its lease, are refused (fencing).
 	Attempt int
 }
 
@@ -344,11 +345,12 @@ func (j *Job) Next() time.Time {
 }
 
 // Pause stops the job's slots from falling due until Resume: slots during
-// a pause are neither run nor missed. Runs in flight go on; runs waiting
-// to follow them (OverlapBufferOne, OverlapReplace, catch-ups), and the
-// slot due at the moment of Pause if its run has not started, are
-// Skipped. A paused job's RunNow is Skipped. Pause before Start makes the
-// job start paused.
+// a pause are neither run nor missed. Runs in flight go on, but a retry
+// waiting for its pause (WithRetry) does not start: its slot keeps the
+// outcome of its last attempt. Runs waiting to follow them
+// (OverlapBufferOne, OverlapReplace, catch-ups), and the slot due at the
+// moment of Pause if its run has not started, are Skipped. A paused job's
+// RunNow is Skipped. Pause before Start makes the job start paused.
 func (j *Job) Pause() {
 	var obs []Record
 	j.mu.Lock()
@@ -358,6 +360,9 @@ func (j *Job) Pause() {
 		j.next = time.Time{}
 		j.setTimerLocked(time.Time{})
 		obs = append(obs, j.dropQueueLocked(errPaused)...)
+		if x := j.x; x != nil {
+			x.endRetriesLocked(errPaused)
+		}
 	}
 	j.mu.Unlock()
 	j.resync()
@@ -445,15 +450,17 @@ func (j *Job) RunNow() {
 }
 
 // Stop ends the job: no slot falls due any more, the context of every run
-// in flight is cancelled (their Records are Canceled), and Stop waits until
-// they have returned and nothing of the job's is pending, including a
-// Renew of a LeaseStore that hangs, deaf to its context, after its run
-// gave the lease up. It returns nil then, or ctx.Err() if ctx is done
-// first. Stop on a job that was never started, that was stopped before,
-// or whose schedule has ended, returns nil once nothing of the job's
-// runs. Stop must not be called from the Func or the Observer with a
-// context that outlives them: it would wait for itself. (The Func's own
-// context is cancelled by Stop, so Stop(ctx) with it returns at once.)
+// in flight is cancelled (their Records are Canceled; a retry waiting for
+// its pause, WithRetry, does not start, and its slot keeps the outcome of
+// its last attempt), and Stop waits until they have returned and nothing
+// of the job's is pending, including a Renew of a LeaseStore that hangs,
+// deaf to its context, after its run gave the lease up. It returns nil
+// then, or ctx.Err() if ctx is done first. Stop on a job that was never
+// started, that was stopped before, or whose schedule has ended, returns
+// nil once nothing of the job's runs. Stop must not be called from the
+// Func or the Observer with a context that outlives them: it would wait
+// for itself. (The Func's own context is cancelled by Stop, so Stop(ctx)
+// with it returns at once.)
 func (j *Job) Stop(ctx context.Context) error {
 	var obs []Record
 	j.mu.Lock()

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// A MemoryStore is a Store that keeps records in memory: the default store
-// of a Job, and a store that several Jobs of one process may share to run
-// each slot once between them. It keeps the newest records of each job, by
+// A MemoryStore is a RetryStore that keeps records in memory: the default
+// store of a Job, and a store that several Jobs of one process may share
+// to run each slot once between them. It keeps the newest records of each job, by
 // Due; a Claim for a slot older than all of them, once it keeps as many as
 // it may, fails with ErrClaimed, since its record may have been dropped.
 //
@@ -115,12 +115,17 @@ func (m *MemoryStore) finishRun(r *Run, end time.Time, status Status, msg string
 		return ErrNoRecord
 	}
 	rec := &rs[i]
+	if rec.Attempt > r.Attempt {
+		return ErrLeaseLost
+	}
 	rec.End, rec.Status, rec.Err = end, status, msg
 	return nil
 }
 
 // Finish replaces the record of (r.Job, r.Due) with r. It returns
-// ErrNoRecord if there is no such record (it may have been dropped).
+// ErrNoRecord if there is no such record (it may have been dropped), and
+// ErrLeaseLost if the record is of a later attempt than r's (a Retry
+// claimed it).
 func (m *MemoryStore) Finish(_ context.Context, r Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -129,7 +134,42 @@ func (m *MemoryStore) Finish(_ context.Context, r Record) error {
 	if !found {
 		return ErrNoRecord
 	}
+	if rs[i].Attempt > r.Attempt {
+		return ErrLeaseLost
+	}
 	rs[i] = r
+	return nil
+}
+
+// Retry records r, a failed attempt, and claims the slot's next attempt
+// for r.Node: a MemoryStore keeps one record per slot, which becomes the
+// Running record of attempt r.Attempt+1, started now. It returns
+// ErrLeaseLost if the record is not r.Node's running attempt r.Attempt,
+// and ErrNoRecord if there is none (it may have been dropped).
+func (m *MemoryStore) Retry(_ context.Context, r Record) error {
+	return m.retry(r.Job, r.Due, r.Node, r.Attempt, time.Now().Round(0))
+}
+
+// retryRun is Retry for the failed attempt of r, claimed with claimRun or
+// retryRun on node, whose next attempt starts at start, made without a
+// Record on the caller's stack.
+func (m *MemoryStore) retryRun(r *Run, start time.Time, node string) error {
+	return m.retry(r.Job, r.Due, node, r.Attempt, start)
+}
+
+func (m *MemoryStore) retry(job string, due time.Time, node string, attempt int, start time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.jobs[job]
+	i, found := find(rs, due)
+	if !found {
+		return ErrNoRecord
+	}
+	rec := &rs[i]
+	if rec.Node != node || rec.Attempt != attempt || rec.Status != Running {
+		return ErrLeaseLost
+	}
+	rec.Status, rec.Start, rec.End, rec.Err, rec.Attempt = Running, start, time.Time{}, "", attempt+1
 	return nil
 }
 
@@ -157,4 +197,4 @@ func (m *MemoryStore) History(_ context.Context, job string, limit int) ([]Recor
 	return h, nil
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ RetryStore = (*MemoryStore)(nil)

@@ -288,20 +288,21 @@ func WithNode(id string) Option {
 	return optionFunc(func(c *config) { c.node = id })
 }
 
-// WithObserver makes the job pass every Record it completes to f: each
-// run once it has ended (Succeeded, Failed, Canceled), and each slot that
-// did not run (Skipped, Missed). A slot another replica claimed first does
-// not reach f: it is that replica's. A run given up because its lease could
-// not be renewed reaches f as Canceled, but its record stays Running in
-// the store, for another node to take the slot over. A run's Record
-// reaches f once the run no longer counts as in flight, so that a RunNow
-// from f, a retry of a Failed run, starts at once under the overlap policy
-// unless other runs are queued or in flight. f runs on the job's
-// goroutines, and may call the Job's methods (except Stop with a context
-// that outlives f). The Records of runs reach f one at a time, in the
-// order the runs ended, but under OverlapAllow, where they may come at
-// once; the Records of slots that did not run may come at the same time
-// as a run's.
+// WithObserver makes the job pass every Record it completes to f: each run
+// once it has ended (Succeeded, Failed, Canceled), and each slot that did
+// not run (Skipped, Missed). A slot another replica claimed first does not
+// reach f: it is that replica's. A run given up because its lease could not
+// be renewed reaches f as Canceled, but its record stays Running in the
+// store, for another node to take the slot over. A run's Record reaches f
+// once the run no longer counts as in flight, so that a RunNow from f, a
+// retry of a Failed run, starts at once under the overlap policy unless
+// other runs are queued or in flight; but the Record of a failed attempt
+// that WithRetry runs again reaches f as the attempt fails, while its
+// slot's run is still in flight. f runs on the job's goroutines, and may
+// call the Job's methods (except Stop with a context that outlives f). The
+// Records of runs reach f one at a time, in the order the runs ended, but
+// under OverlapAllow, where they may come at once; the Records of slots
+// that did not run may come at the same time as a run's.
 func WithObserver(f func(Record)) Option {
 	return optionFunc(func(c *config) { c.observer = f })
 }

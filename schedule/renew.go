@@ -32,6 +32,8 @@ type renewal struct {
 	giveUp context.CancelFunc      // gone's
 
 	mu       sync.Mutex
+	rec      Record      // the claim renewed: the run's, then its latest attempt's on a RetryStore
+	retrying bool        // a RetryStore's Retry is claiming the next attempt
 	deadline time.Time   // when the lease may expire, by the wall clock
 	last     error       // of the latest failed Renew
 	inflight bool        // a Renew is under way
@@ -47,15 +49,14 @@ type renewal struct {
 //
 //go:noinline
 func (j *Job) renew(ls LeaseStore, p *pending, cancel context.CancelCauseFunc) *renewal {
-	rec := j.claimed(p)
 	since := p.start
 	if h := p.claim; h != nil {
 		since = h.since
 	}
-	r := &renewal{lease: ls.Lease(), cancel: cancel, deadline: since.Add(ls.Lease())}
+	r := &renewal{lease: ls.Lease(), cancel: cancel, rec: j.claimed(p), deadline: since.Add(ls.Lease())}
 	r.gone, r.giveUp = context.WithCancel(context.Background())
 	r.t = circulation.Bind(nil, func(rctx context.Context) (time.Duration, bool) {
-		return r.tick(rctx, ls, rec)
+		return r.tick(rctx, ls)
 	})
 	r.mu.Lock()
 	r.armLocked()
@@ -68,10 +69,10 @@ func (j *Job) renew(ls LeaseStore, p *pending, cancel context.CancelCauseFunc) *
 
 // tick is the Func of the renewal's Trigger: one Renew, bounded by the
 // deadline.
-func (r *renewal) tick(rctx context.Context, ls LeaseStore, rec Record) (time.Duration, bool) {
+func (r *renewal) tick(rctx context.Context, ls LeaseStore) (time.Duration, bool) {
 	sent := time.Now()
 	r.mu.Lock()
-	deadline := r.deadline
+	deadline, rec := r.deadline, r.rec
 	r.inflight = sent.Before(deadline)
 	r.mu.Unlock()
 	if !sent.Before(deadline) {
@@ -83,10 +84,16 @@ func (r *renewal) tick(rctx context.Context, ls LeaseStore, rec Record) (time.Du
 	stop()
 	r.mu.Lock()
 	r.inflight = false
+	// A Retry claimed the next attempt meanwhile, or is claiming it: a
+	// store that refused this Renew refused the attempt before, and one
+	// that took it renewed a lease that Retry renews in turn.
+	stale := r.retrying || r.rec.Attempt != rec.Attempt
 	r.mu.Unlock()
 	switch {
 	case rctx.Err() != nil || r.gone.Err() != nil:
 		return 0, false // the run has ended, or its lease was given up
+	case stale:
+		return min(r.lease/6, max(time.Until(deadline), 0)), true
 	case err == nil:
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -108,6 +115,27 @@ func (r *renewal) tick(rctx context.Context, ls LeaseStore, rec Record) (time.Du
 	}
 	r.expired(deadline)
 	return 0, false
+}
+
+// moving says whether a Retry is claiming the next attempt of the run: the
+// answers of Renew meanwhile say nothing of the lease.
+func (r *renewal) moving(on bool) {
+	r.mu.Lock()
+	r.retrying = on
+	r.mu.Unlock()
+}
+
+// retried makes rec, the next attempt of the run, which a Retry sent at
+// sent claimed with a fresh lease, the claim the renewal renews.
+func (r *renewal) retried(rec Record, sent time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec, r.retrying = rec, false
+	if r.stopped || r.gone.Err() != nil {
+		return
+	}
+	r.deadline = sent.Add(r.lease)
+	r.armLocked()
 }
 
 // armLocked arms the timer for the deadline, in place of the one armed

@@ -2,21 +2,28 @@ package schedule
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 )
 
 // WithRetry runs a slot again when its run fails (its Func returned an
 // error, panicked or timed out): up to attempts runs of the slot in all,
-// the first retry backoff after the failure, each next one after twice the
-// pause before it, up to an hour. A retry is a run of the same slot, with
-// the same Due and Reason and the next Run.Attempt; on a RetryStore, the
-// slot's record shows the attempt in progress, and the slot's outcome is
-// its last attempt's. Each attempt's outcome reaches the Observer. A retry
+// counted by Run.Attempt, the first retry backoff after the failure, each
+// next one after twice the pause before it, up to an hour. A retry is a run
+// of the same slot, with the same Due and Reason and the next Run.Attempt;
+// on a RetryStore, the slot's record shows the attempt in progress, and the
+// slot's outcome is its last attempt's. A Recovered run, whose Attempt
+// counts the runs of its slot on other nodes, has as many fewer left.
+//
+// Each attempt's outcome reaches the Observer: a failed attempt that is
+// retried as it fails, while the slot's run is still in flight. A retry
 // waiting for its pause counts as a run in flight (to the overlap policy,
-// Pause and Stop): Stop and Pause end the wait, and the slot keeps the
-// outcome of its last attempt. A run that was cancelled (Stop, Replace, a
-// lost lease) is not retried. attempts below 2 means no retry; a negative
-// backoff means zero.
+// Pause, Stop and a RunLimit), and holds its runner's goroutine: Stop and
+// Pause end the wait, and the slot keeps the outcome of its last attempt,
+// as does a job stopped or paused when the attempt fails. A run that was
+// cancelled (Stop, OverlapReplace, a lost lease) is not retried. attempts
+// below 2 means no retry; a negative backoff means zero.
 func WithRetry(attempts int, backoff time.Duration) Option {
 	return optionFunc(func(c *config) {
 		c.attempts = max(attempts, 1)
@@ -32,11 +39,21 @@ const maxRetryPause = time.Hour
 
 // A RetryStore is a Store that records the attempts of a slot's run: a Job
 // with WithRetry on a RetryStore records each failed attempt and claims the
-// next in one call, so that the slot's record shows the attempt in
-// progress, and a write of an earlier attempt is refused, as after a
-// takeover. On a Store that is not a RetryStore, the retries keep the first
-// claim, and the slot's record, written once at the end, shows the last
-// attempt.
+// next in one call, made when the retry's pause is over, so that the slot's
+// record shows the attempt in progress, and a write of an earlier attempt
+// is refused, as after a takeover. During the pause the record shows the
+// failed attempt still Running, and its lease, on a LeaseStore, is renewed;
+// a job stopped or paused meanwhile records the failed attempt's outcome
+// with Finish. A Retry that returns ErrLeaseLost ends the retries, and the
+// job writes nothing more of the slot, no longer its own; any other error
+// ends them too, and the failed attempt's outcome is recorded with Finish,
+// its Err saying why. Like Finish, Retry is called with a context that
+// Stop does not cancel.
+//
+// On a Store that is not a RetryStore, the retries keep the first claim,
+// and the slot's record, written once at the end, shows the last attempt:
+// on a LeaseStore, the job renews the first claim's lease, with its
+// Attempt, throughout.
 type RetryStore interface {
 	Store
 	// Retry records r, a failed attempt of a run that r.Node claimed, and
@@ -44,4 +61,141 @@ type RetryStore interface {
 	// lease on a LeaseStore. It returns ErrLeaseLost if the slot's record is
 	// no longer r.Node's at r.Attempt.
 	Retry(ctx context.Context, r Record) error
+}
+
+// retryPause returns the pause before the retry of a run whose attempt
+// failed: backoff after the first attempt, doubling with each attempt
+// after it, up to maxRetryPause.
+func (c *config) retryPause(attempt int) time.Duration {
+	d := c.backoff
+	for i := 1; i < attempt && d > 0 && d < maxRetryPause; i++ {
+		d *= 2
+	}
+	return min(d, maxRetryPause)
+}
+
+// A retryWait is a retry waiting for its pause: Pause ends it with cancel.
+type retryWait struct {
+	cancel context.CancelCauseFunc
+}
+
+// retry follows an attempt of the run of p that failed at end with msg,
+// while the run has attempts left and its context is live. It passes the
+// attempt's Record to the Observer, waits for the pause, and claims the
+// next attempt. It reports again if the next attempt is to run. Otherwise
+// the slot's outcome is this attempt's, which the Observer has: write says
+// whether the store is to be told, with msg (it is not if the slot is no
+// longer this node's, or its lease was given up and is left to expire).
+//
+//go:noinline
+func (j *Job) retry(ctx context.Context, x *active, p *pending, renew *renewal, end time.Time, msg string) (again, write bool, _ string) {
+	j.reportFailed(x, p, end, msg)
+	if !j.awaitRetry(ctx, x, j.cfg.retryPause(p.run.Attempt)) {
+		return false, !errors.Is(context.Cause(ctx), ErrLeaseNotRenewed), msg
+	}
+	switch err := j.claimNext(x, p, renew, end, msg); {
+	case err == nil:
+		return true, true, msg
+	case errors.Is(err, ErrLeaseLost):
+		return false, false, msg // the slot is another node's, whose record it is
+	default:
+		return false, true, joinErr(msg, "schedule: retry: "+err.Error())
+	}
+}
+
+// reportFailed passes the Record of the run of p, whose attempt failed at
+// end with msg and is to be retried, to the Observer, in turn with the
+// outcomes of the job's other runs (see reportEnded).
+func (j *Job) reportFailed(x *active, p *pending, end time.Time, msg string) {
+	f := j.cfg.observer
+	if f == nil {
+		return
+	}
+	if !p.inline && x.report != nil {
+		x.report <- struct{}{}
+		defer func() { <-x.report }()
+	}
+	j.report(f, p, end, Failed, msg)
+}
+
+// awaitRetry waits for d before the next attempt of a run whose context is
+// ctx, and reports whether the attempt is to start: not if ctx ended, or
+// the job was stopped or paused, before d had passed. The wait is in x's
+// retries meanwhile, where Pause finds it.
+func (j *Job) awaitRetry(ctx context.Context, x *active, d time.Duration) bool {
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &retryWait{cancel: cancel}
+	j.mu.Lock()
+	if j.state != jobStarted || j.paused() {
+		j.mu.Unlock()
+		return false
+	}
+	r := x.rareLocked()
+	r.retries = append(r.retries, w)
+	j.mu.Unlock()
+	ok := d == 0 || sleep(wctx, d)
+	j.mu.Lock()
+	if i := slices.Index(r.retries, w); i >= 0 {
+		r.retries = slices.Delete(r.retries, i, i+1)
+	}
+	// Under the lock, as Pause and Stop change the job: either they found
+	// the wait and ended it, or the attempt starts before them, a run in
+	// flight that they let go on.
+	ok = ok && wctx.Err() == nil && j.state == jobStarted && !j.paused()
+	j.mu.Unlock()
+	return ok
+}
+
+// endRetriesLocked ends the retries waiting for their pause, with why.
+// The caller holds j.mu.
+func (x *active) endRetriesLocked(why error) {
+	if x.r == nil {
+		return
+	}
+	for _, w := range x.r.retries {
+		w.cancel(why)
+	}
+}
+
+// claimNext claims the attempt of the run of p that follows the one that
+// failed at end with msg, setting p.start and p.run.Attempt. On a
+// RetryStore, Retry records the failed attempt and claims the next, and
+// renew, if not nil, renews the new claim from then on; on any other
+// store, the first claim holds, and so does what renew renews.
+func (j *Job) claimNext(x *active, p *pending, renew *renewal, end time.Time, msg string) error {
+	start := time.Now().Round(0)
+	var err error
+	switch m, ok := x.store.(*MemoryStore); {
+	case x.own != nil:
+	case ok && p.claim == nil:
+		err = m.retryRun(&p.run, start, j.cfg.nodeName())
+	default:
+		rs, ok := x.store.(RetryStore)
+		if !ok {
+			break
+		}
+		rec := j.claimed(p)
+		rec.End, rec.Status, rec.Err = end, Failed, msg
+		if renew != nil {
+			renew.moving(true)
+		}
+		// Not the run's context: Retry records an outcome, as Finish
+		// does, and a Stop that cut it short could not tell which
+		// attempt the store holds.
+		err = rs.Retry(context.Background(), rec)
+		if renew != nil && err != nil {
+			renew.moving(false)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	p.start, p.run.Attempt = start, p.run.Attempt+1
+	if renew != nil {
+		if _, ok := x.store.(RetryStore); ok {
+			renew.retried(j.claimed(p), start)
+		}
+	}
+	return nil
 }

@@ -35,8 +35,8 @@ type active struct {
 
 // rare is the part of a job's active state that few jobs need, made by
 // rareLocked when first needed: a Start's store outage, Renews that hung,
-// runners waiting in a RunLimit, catch-ups under way, a look for expired
-// claims of its own.
+// runners waiting in a RunLimit, catch-ups under way, retries waiting for
+// their pause, a look for expired claims of its own.
 type rare struct {
 	gap       time.Time              // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	gapSched  Schedule               // the schedule at gap
@@ -46,6 +46,7 @@ type rare struct {
 	hung      []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
 	waiting   []*waiting             // runners waiting for their turn in the job's RunLimit
 	catchUps  []time.Time            // the owed slots being caught up now
+	retries   []*retryWait           // retries waiting for their pause (WithRetry): Pause ends them
 }
 
 // rareLocked returns x.r, making it if need be. The caller holds the job's
@@ -400,8 +401,14 @@ func (j *Job) runner(w *work) {
 		}
 		cur = id
 		if claimed, _ := j.begin(ctx, x, p, false); claimed {
-			renew, runErr, err := j.run(ctx, cancel, x, p)
-			j.finish(ctx, x, p, renew, runErr, err)
+			renew, runErr, err := j.run(ctx, cancel, x, p, nil)
+			for {
+				var again bool // WithRetry: the next attempt is claimed
+				if renew, again = j.finish(ctx, x, p, renew, runErr, err); !again {
+					break
+				}
+				renew, runErr, err = j.run(ctx, cancel, x, p, renew)
+			}
 		}
 		cancel(nil)
 		j.mu.Lock()
@@ -770,20 +777,21 @@ func (j *Job) claimSkipped(ctx context.Context, r *Run, err error) {
 }
 
 // run runs the Func for the claimed slot of p, under the job's timeout if
-// it has one, renewing its lease if the store has leases. ctx is the
-// run's context, and cancel cancels it. It returns what the caller passes
-// to finish: the run's renewal, if any, the error of the Func's context
-// when it returned, and the Func's error, or its panic. A Func that calls
-// runtime.Goexit leaves no outcome: its lease is left to expire, so that
-// the slot is taken over.
+// it has one, renewing its lease if the store has leases: with kept, the
+// renewal of the attempt before, if it is a retry, or else a new one. ctx
+// is the run's context, and cancel cancels it. It returns what the caller
+// passes to finish: the run's renewal, if any, the error of the Func's
+// context when it returned, and the Func's error, or its panic. A Func
+// that calls runtime.Goexit leaves no outcome: its lease is left to
+// expire, so that the slot is taken over.
 //
 // The Func runs right under run and the runner, whose frames are small:
 // the steps before and after it are calls of their own, made from the
 // runner, so that most Funcs run, and their runs are recorded, without
 // growing their goroutine's first stack.
-func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) (renew *renewal, runErr, err error) {
-	c := call{ctx: ctx}
-	if ls := j.cfg.lease; ls != nil && ls.Lease() > 0 {
+func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending, kept *renewal) (renew *renewal, runErr, err error) {
+	c := call{ctx: ctx, renew: kept}
+	if ls := j.cfg.lease; kept == nil && ls != nil && ls.Lease() > 0 {
 		c.renew = j.renew(ls, p, cancel)
 	}
 	if t := j.cfg.timeout; t > 0 {
@@ -829,11 +837,12 @@ func (j *Job) end(x *active, c *call, renew **renewal, runErr, err *error) {
 	}
 }
 
-// claimed returns the Record of the claim of p's slot.
+// claimed returns the Record of the claim of p's slot, at its current
+// attempt.
 func (j *Job) claimed(p *pending) Record {
 	if h := p.claim; h != nil {
 		rec := h.rec
-		rec.Reason, rec.Start = Recovered, p.start
+		rec.Reason, rec.Start, rec.Attempt = Recovered, p.start, p.run.Attempt
 		return rec
 	}
 	r := &p.run
@@ -848,8 +857,14 @@ func (j *Job) claimed(p *pending) Record {
 // Only a lease given up since decides otherwise. renew, if not nil, renews
 // the run's lease.
 //
+// An attempt that failed, of a run with attempts left (WithRetry), is
+// retried instead: finish reports again once the next attempt is claimed,
+// for the caller to run it, and returns renew, which renews its lease.
+// (Returned, not kept by the caller across the call: the runner's frame
+// stays as small as without retries.)
+//
 //go:noinline
-func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal, runErr, err error) {
+func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal, runErr, err error) (next *renewal, again bool) {
 	var cause error
 	if ctx.Err() != nil {
 		cause = context.Cause(ctx)
@@ -871,7 +886,15 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	// let the lease expire. A renewal that comes after the Finish is
 	// refused by the store (the claim is no longer running), and changes
 	// nothing.
-	if !errors.Is(cause, ErrLeaseNotRenewed) {
+	write, report := !errors.Is(cause, ErrLeaseNotRenewed), true
+	if status == Failed && p.run.Attempt < j.cfg.attempts && ctx.Err() == nil {
+		var again bool
+		if again, write, msg = j.retry(ctx, x, p, renew, end, msg); again {
+			return renew, true
+		}
+		report = false // the Observer has this attempt's outcome
+	}
+	if write {
 		var ferr error
 		switch m, ok := x.store.(*MemoryStore); {
 		case x.own != nil:
@@ -888,13 +911,14 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	if renew != nil {
 		j.stopRenewal(x, renew)
 	}
-	if f := j.cfg.observer; f != nil {
+	if f := j.cfg.observer; f != nil && report {
 		if p.inline {
 			j.report(f, p, end, status, msg)
 		} else {
 			p.ended = &ended{status: status, end: end, msg: msg}
 		}
 	}
+	return nil, false
 }
 
 // finishIn records in s the outcome of the run of p, which ended at end.
@@ -1020,8 +1044,14 @@ func (j *Job) catchUpRun(ctx context.Context, x *active, p *pending) bool {
 	defer rcancel(nil)
 	claimed, ok := j.begin(rctx, x, p, true)
 	if claimed {
-		renew, runErr, err := j.run(rctx, rcancel, x, p)
-		j.finish(rctx, x, p, renew, runErr, err)
+		renew, runErr, err := j.run(rctx, rcancel, x, p, nil)
+		for {
+			var again bool
+			if renew, again = j.finish(rctx, x, p, renew, runErr, err); !again {
+				break
+			}
+			renew, runErr, err = j.run(rctx, rcancel, x, p, renew)
+		}
 	}
 	return ok
 }

@@ -54,8 +54,10 @@ type Record struct {
 	End    time.Time
 	Node   string
 	Err    string
-	// Attempt counts the claims of the slot: 1 for the first, one more each
-	// time a LeaseStore hands an expired claim to another node.
+	// Attempt counts the attempts at the slot: 1 for the first claim, one
+	// more for each retry (WithRetry) and each time a LeaseStore hands an
+	// expired claim to another node. It is 0 on the records of slots that
+	// did not run (Skipped, Missed).
 	Attempt int
 }
 
