@@ -122,6 +122,12 @@ var _ schedule.LeaseStore = (*Store)(nil)
 // If ctx has no deadline, New gives up after NewTimeout: a server that
 // accepts connections but never answers would otherwise hold it for good.
 func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
+	return newAt(ctx, db, d, len(migrations), opts...)
+}
+
+// newAt is New, migrating the schema to version at most: tests make a
+// database of an earlier version with it.
+func newAt(ctx context.Context, db *sql.DB, d Dialect, version int, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("sqlstore: New with a nil *sql.DB")
 	}
@@ -150,7 +156,7 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 	s.bq = buildBatchQueries(d, o.table)
 	s.b = batcher{exec: s.send, lanes: lanes(db, d), max: maxBatch}
 	s.limit = schedule.NewRunLimit(o.runs)
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, version); err != nil {
 		if bounded && ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (no answer within %v; New's context had no deadline)", err, newTimeout)
 		}
