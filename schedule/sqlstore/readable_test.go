@@ -114,3 +114,33 @@ func TestReadableView(t *testing.T) {
 		}
 	})
 }
+
+// TestReadableDefinitions reads a definition as a person does, from
+// {t}_tasks.
+func TestReadableDefinitions(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		s := newStore(t, b, dsn)
+		full := fullTask("r")
+		_, err := s.Definitions().Create(ctx, full)
+		require.NoError(t, err)
+		var (
+			start, created   any
+			timeout, backoff string
+			attempts         int
+			paused, once     bool
+		)
+		require.NoError(t, openDB(t, b.driver, dsn).QueryRow("SELECT start_at, created_at, timeout, retry_backoff, retry_attempts, paused, once FROM "+
+			tableFor(t)+"_tasks WHERE name = 'r'").Scan(&start, &created, &timeout, &backoff, &attempts, &paused, &once))
+		if b.dialect == sqlstore.SQLite {
+			assert.Equal(t, "2030-01-02T02:04:05.123456Z", start)
+		}
+		assert.True(t, readTime(t, start).Equal(full.Start.Truncate(time.Microsecond)))
+		assert.WithinDuration(t, time.Now(), readTime(t, created), time.Minute)
+		assert.Equal(t, "1m30s", timeout)
+		assert.Equal(t, "1.5s", backoff)
+		assert.Equal(t, 3, attempts)
+		assert.False(t, paused)
+		assert.True(t, once)
+	})
+}

@@ -56,5 +56,14 @@ func TestSince(t *testing.T) {
 		}
 		wg.Wait()
 		assert.True(t, since(c, "race", slot(500)).Equal(slot(100)))
+
+		// Deleting a definition forgets since when its job is scheduled.
+		defs := a.Definitions()
+		v, err := defs.Create(ctx, task("def"))
+		require.NoError(t, err)
+		since(a, "def", slot(5))
+		require.NoError(t, defs.Delete(ctx, "def", v))
+		assert.True(t, since(a, "def", slot(50)).Equal(slot(50)))
+		assert.True(t, since(a, "j", slot(50)).Equal(slot(10)), "other jobs keep theirs")
 	})
 }

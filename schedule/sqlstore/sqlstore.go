@@ -75,6 +75,7 @@ type Store struct {
 	limit    *schedule.RunLimit
 	bq       batchQueries
 	stats    counters
+	defs     *Definitions
 
 	// unsure holds the claims made through this Store whose statement
 	// failed: the connection may have broken after the commit, leaving
@@ -156,6 +157,7 @@ func newAt(ctx context.Context, db *sql.DB, d Dialect, version int, opts ...Opti
 	s.bq = buildBatchQueries(d, o.table)
 	s.b = batcher{exec: s.send, lanes: lanes(db, d), max: maxBatch}
 	s.limit = schedule.NewRunLimit(o.runs)
+	s.defs = newDefinitions(s)
 	if err := s.migrate(ctx, version); err != nil {
 		if bounded && ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (no answer within %v; New's context had no deadline)", err, newTimeout)
