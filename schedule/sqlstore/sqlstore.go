@@ -16,9 +16,24 @@
 // one database, in one process or many, exactly one claims each slot. A
 // claim holds a lease that the Job renews while the run is in flight; when
 // the lease expires, by the database's clock, because the claiming node
-// died, another node takes the slot over with Reclaim. DESIGN.md beside this
-// file gives the schema, the protocol, what is guaranteed under which
-// failures, and the measured costs.
+// died, another node takes the slot over with Reclaim. A Store is also a
+// schedule.SinceStore (since when each job is scheduled) and a
+// schedule.RetryStore (each retry of a slot is a new attempt of its claim,
+// fenced like a takeover).
+//
+// Beside the run records, a Store keeps task definitions (Definitions), a
+// cron.Source that the cron.Tables of every replica follow:
+//
+//	defs := store.Definitions()
+//	v, err := defs.Create(ctx, cron.Task{Name: "report", Handler: "mail",
+//		Spec: "0 9 * * 1-5", Permanent: true})
+//	...
+//	err = defs.SetPaused(ctx, "report", true) // every replica pauses it
+//
+// People read the records with psql or sqlite3 through the view
+// {table}_readable, with readable times and the names of statuses and
+// reasons. DESIGN.md beside this file gives the schema, the protocol, what
+// is guaranteed under which failures, and the measured costs.
 package sqlstore
 
 import (
