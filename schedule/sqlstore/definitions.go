@@ -153,8 +153,9 @@ func (d *Definitions) Delete(ctx context.Context, name string, version int64) er
 }
 
 // SetPaused pauses or resumes the task name: the definition's Paused is
-// set, and its version raised, unless it is paused already (or running,
-// to resume). It does not check the rest of the definition again. It
+// set to paused, and its version raised, unless Paused is so already, in
+// which case nothing is written. It does not check the rest of the
+// definition again: a task whose End has passed can still be paused. It
 // returns an error wrapping cron.ErrUnknownTask if there is no such
 // definition.
 func (d *Definitions) SetPaused(ctx context.Context, name string, paused bool) error {
