@@ -35,6 +35,42 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 	return nil
 }
 
+// Retry records r, a failed attempt of the run that r.Node claimed in
+// attempt r.Attempt, and claims the slot's next attempt, r.Attempt+1, for
+// r.Node, with a fresh lease: the slot's record is then Running, with
+// Attempt r.Attempt+1 and r's Reason, Start and Err (the failed attempt's
+// message, until the next attempt's outcome replaces it) and no End;
+// r.Status is not kept. Renew and Finish then match the new Attempt, and
+// refuse the old one with schedule.ErrLeaseLost, as after a takeover. Retry
+// returns schedule.ErrLeaseLost if the slot has no running claim of r.Node
+// at r.Attempt: it was taken over, or finished. Like Claim, a Retry that
+// has started is not cut short by ctx, for up to Lease().
+func (s *Store) Retry(ctx context.Context, r schedule.Record) error {
+	s.mustBeMade()
+	w, err := toRow(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel, err := settle(ctx, s.opts.lease)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	n, err := s.exec(ctx, s.q.retry, w.job, w.due, w.node, w.attempt, w.reason, w.start, w.err, s.opts.lease.Microseconds())
+	if err != nil {
+		return fmt.Errorf("sqlstore: retrying %s at %v: %w", r.Job, r.Due, err)
+	}
+	if n == 0 {
+		s.release(w)
+		return schedule.ErrLeaseLost
+	}
+	w.attempt++
+	s.hold(w)
+	return nil
+}
+
+var _ schedule.RetryStore = (*Store)(nil)
+
 // Reclaim takes over, for node, the running record of job with the oldest
 // Due whose lease has expired by the database's clock. It returns the
 // record with Node set to node, Attempt incremented, Reason Recovered,

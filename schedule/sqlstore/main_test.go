@@ -89,7 +89,8 @@ func backends() []backend {
 			// A fresh table for each run of the test (-count).
 			db := openDB(t, "pgx", pg.dsn)
 			tb := tableFor(t)
-			if _, err := db.Exec("DROP TABLE IF EXISTS " + tb + ", " + tb + "_jobs, " + tb + "_schema"); err != nil {
+			if _, err := db.Exec("DROP TABLE IF EXISTS " + tb + ", " + tb + "_jobs, " + tb + "_schema, " +
+				tb + "_tasks, " + tb + "_tasks_version, " + tb + "_since CASCADE"); err != nil {
 				t.Fatal(err)
 			}
 			return pg.dsn

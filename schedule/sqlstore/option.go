@@ -60,9 +60,11 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 // WithTable names the table of run records, "schedule_runs" by default. The
-// Store also uses name_schema for its schema version and name_jobs for what
-// pruning removed. The name is 1 to 48 of [a-z0-9_], not starting with a
-// digit.
+// Store also uses name_schema for its schema version, name_jobs for what
+// pruning removed, name_since for since when each job is scheduled,
+// name_tasks and name_tasks_version for the task definitions and their
+// change marker, and the view name_readable. The name is 1 to 48 of
+// [a-z0-9_], not starting with a digit.
 func WithTable(name string) Option {
 	return optionFunc(func(o *options) { o.table = name })
 }

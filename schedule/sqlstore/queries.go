@@ -15,6 +15,7 @@ type queries struct {
 	finish, last, history           string
 	renew, reclaim, expiredJobs     string
 	pruneMark, pruneWater, pruneDel string
+	since, retry                    string
 }
 
 const columns = "job, due, reason, status, start_ns, end_ns, node, err, attempt"
@@ -97,6 +98,24 @@ ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	pruneDelSQL = `DELETE FROM {t} WHERE job = $1 AND status <> 0 AND due <= $4 AND due IN (` + doomedSQL + `)`
 )
 
+// The statements of schema version 2.
+const (
+	// since records $2 as the time job $1 has been scheduled since, unless
+	// an earlier one is recorded, and returns the earliest.
+	sinceSQL = `INSERT INTO {t}_since (job, since) VALUES ($1, $2)
+ON CONFLICT (job) DO UPDATE SET since = CASE
+	WHEN excluded.since < {t}_since.since THEN excluded.since
+	ELSE {t}_since.since END
+RETURNING since`
+
+	// retry hands the running claim (node, attempt) of a slot to its next
+	// attempt, for the same node, with a fresh lease of $8 microseconds,
+	// keeping the failed attempt's Err until the next attempt's outcome.
+	retrySQL = `UPDATE {t} SET attempt = attempt + 1, reason = $5, start_ns = $6, end_ns = NULL, err = $7,
+	lease_until = {now} + $8
+WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0`
+)
+
 var dollarParam = regexp.MustCompile(`\$([0-9]+)`)
 
 func buildQueries(d Dialect, table string) queries {
@@ -134,6 +153,8 @@ func (qs queries) build() queries {
 		pruneMark:   q(pruneMarkSQL),
 		pruneWater:  q(pruneWaterSQL),
 		pruneDel:    q(pruneDelSQL),
+		since:       q(sinceSQL),
+		retry:       q(retrySQL),
 	}
 }
 

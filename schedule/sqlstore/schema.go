@@ -4,16 +4,50 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 )
 
+// A migration takes the schema from one version to the next: its
+// statements for every dialect, then those of the Store's dialect.
+type migration struct {
+	all              []string
+	postgres, sqlite []string
+}
+
+// statements returns the statements of m for d, with {t} the table name.
+func (m migration) statements(d Dialect, table string) []string {
+	stmts := m.all
+	if d == PostgreSQL {
+		stmts = append(slices.Clip(stmts), m.postgres...)
+	} else {
+		stmts = append(slices.Clip(stmts), m.sqlite...)
+	}
+	out := make([]string, len(stmts))
+	for i, s := range stmts {
+		out[i] = strings.ReplaceAll(s, "{t}", table)
+	}
+	return out
+}
+
 // migrations[v-1] takes the schema from version v-1 to v. Versions only
 // grow: a released statement is never edited, a change is a new version.
-// {t} is the table name. Times are integers: due, start_ns and end_ns in
-// Unix nanoseconds by the nodes' clocks, lease_until in Unix microseconds
-// by the database's clock; status and reason are schedule.Status and
-// schedule.Reason.
-var migrations = [][]string{{
+// {t} is the table name.
+//
+// Version 1: the run records. Times are integers: due, start_ns and end_ns
+// in Unix nanoseconds by the nodes' clocks, lease_until in Unix
+// microseconds by the database's clock; status and reason are
+// schedule.Status and schedule.Reason.
+//
+// Version 2: the task definitions ({t}_tasks, see Definitions) and their
+// change marker ({t}_tasks_version, one row, bumped by every write of a
+// definition in its transaction), since when each job has been scheduled
+// ({t}_since, Unix nanoseconds, see Since), and {t}_readable, a view of
+// the run records with readable times and the names of statuses and
+// reasons, for people. On PostgreSQL the times of definitions are
+// timestamptz; on SQLite, text in RFC 3339, UTC, to the microsecond, fixed
+// width ("2030-01-02T03:04:05.000000Z"), so that they sort as text.
+var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
 	due         BIGINT   NOT NULL,
@@ -32,6 +66,100 @@ var migrations = [][]string{{
 	job          TEXT   NOT NULL PRIMARY KEY,
 	pruned_until BIGINT NOT NULL
 )`,
+}}, {
+	all: []string{
+		`CREATE TABLE {t}_tasks_version (version BIGINT NOT NULL)`,
+		`INSERT INTO {t}_tasks_version (version) VALUES (0)`,
+		`CREATE TABLE {t}_since (
+	job   TEXT   NOT NULL PRIMARY KEY,
+	since BIGINT NOT NULL
+)`,
+	},
+	postgres: []string{
+		`CREATE TABLE {t}_tasks (
+	name           TEXT        NOT NULL PRIMARY KEY,
+	handler        TEXT        NOT NULL,
+	business_id    TEXT        NOT NULL,
+	spec           TEXT        NOT NULL,
+	zone           TEXT        NOT NULL,
+	start_at       TIMESTAMPTZ,
+	end_at         TIMESTAMPTZ,
+	permanent      BOOLEAN     NOT NULL,
+	once           BOOLEAN     NOT NULL,
+	paused         BOOLEAN     NOT NULL,
+	overlap        TEXT        NOT NULL,
+	misfire        TEXT        NOT NULL,
+	timeout        TEXT        NOT NULL,
+	retry_attempts INTEGER     NOT NULL,
+	retry_backoff  TEXT        NOT NULL,
+	version        BIGINT      NOT NULL,
+	created_at     TIMESTAMPTZ NOT NULL,
+	updated_at     TIMESTAMPTZ NOT NULL
+)`,
+		// A time in Unix ns, x, is floored to the microsecond.
+		`CREATE VIEW {t}_readable AS
+SELECT job,
+	TIMESTAMPTZ 'epoch' + (due - (due % 1000 + 1000) % 1000) / 1000 * INTERVAL '1 microsecond' AS due,
+	CASE status WHEN 0 THEN 'Running' WHEN 1 THEN 'Succeeded' WHEN 2 THEN 'Failed'
+		WHEN 3 THEN 'Canceled' WHEN 4 THEN 'Skipped' WHEN 5 THEN 'Missed'
+		ELSE 'Status(' || status || ')' END AS status,
+	CASE reason WHEN 0 THEN 'Scheduled' WHEN 1 THEN 'CatchUp' WHEN 2 THEN 'Manual'
+		WHEN 3 THEN 'Recovered' ELSE 'Reason(' || reason || ')' END AS reason,
+	attempt,
+	node,
+	TIMESTAMPTZ 'epoch' + (start_ns - (start_ns % 1000 + 1000) % 1000) / 1000 * INTERVAL '1 microsecond' AS start_at,
+	TIMESTAMPTZ 'epoch' + (end_ns - (end_ns % 1000 + 1000) % 1000) / 1000 * INTERVAL '1 microsecond' AS end_at,
+	(end_ns - start_ns) / 1000 * INTERVAL '1 microsecond' AS duration,
+	err,
+	CASE WHEN status = 0 THEN TIMESTAMPTZ 'epoch' + lease_until * INTERVAL '1 microsecond' END AS lease_until
+FROM {t}`,
+	},
+	sqlite: []string{
+		`CREATE TABLE {t}_tasks (
+	name           TEXT    NOT NULL PRIMARY KEY,
+	handler        TEXT    NOT NULL,
+	business_id    TEXT    NOT NULL,
+	spec           TEXT    NOT NULL,
+	zone           TEXT    NOT NULL,
+	start_at       TEXT,
+	end_at         TEXT,
+	permanent      BOOLEAN NOT NULL,
+	once           BOOLEAN NOT NULL,
+	paused         BOOLEAN NOT NULL,
+	overlap        TEXT    NOT NULL,
+	misfire        TEXT    NOT NULL,
+	timeout        TEXT    NOT NULL,
+	retry_attempts INTEGER NOT NULL,
+	retry_backoff  TEXT    NOT NULL,
+	version        BIGINT  NOT NULL,
+	created_at     TEXT    NOT NULL,
+	updated_at     TEXT    NOT NULL
+)`,
+		// A time in Unix ns, x, is floored to the second for strftime
+		// and its fraction printed apart, exactly, to the microsecond.
+		`CREATE VIEW {t}_readable AS
+SELECT job,
+	strftime('%Y-%m-%dT%H:%M:%S', (due - (due % 1000000000 + 1000000000) % 1000000000) / 1000000000, 'unixepoch')
+		|| printf('.%06dZ', (due % 1000000000 + 1000000000) % 1000000000 / 1000) AS due,
+	CASE status WHEN 0 THEN 'Running' WHEN 1 THEN 'Succeeded' WHEN 2 THEN 'Failed'
+		WHEN 3 THEN 'Canceled' WHEN 4 THEN 'Skipped' WHEN 5 THEN 'Missed'
+		ELSE 'Status(' || status || ')' END AS status,
+	CASE reason WHEN 0 THEN 'Scheduled' WHEN 1 THEN 'CatchUp' WHEN 2 THEN 'Manual'
+		WHEN 3 THEN 'Recovered' ELSE 'Reason(' || reason || ')' END AS reason,
+	attempt,
+	node,
+	strftime('%Y-%m-%dT%H:%M:%S', (start_ns - (start_ns % 1000000000 + 1000000000) % 1000000000) / 1000000000, 'unixepoch')
+		|| printf('.%06dZ', (start_ns % 1000000000 + 1000000000) % 1000000000 / 1000) AS start_at,
+	strftime('%Y-%m-%dT%H:%M:%S', (end_ns - (end_ns % 1000000000 + 1000000000) % 1000000000) / 1000000000, 'unixepoch')
+		|| printf('.%06dZ', (end_ns % 1000000000 + 1000000000) % 1000000000 / 1000) AS end_at,
+	CASE WHEN start_ns IS NOT NULL AND end_ns IS NOT NULL
+		THEN printf('%.3fs', (end_ns - start_ns) / 1e9) END AS duration,
+	err,
+	CASE WHEN status = 0 THEN
+		strftime('%Y-%m-%dT%H:%M:%S', (lease_until - (lease_until % 1000000 + 1000000) % 1000000) / 1000000, 'unixepoch')
+		|| printf('.%06dZ', (lease_until % 1000000 + 1000000) % 1000000) END AS lease_until
+FROM {t}`,
+	},
 }}
 
 // SchemaVersion is the version of the schema this package creates and
@@ -39,9 +167,9 @@ var migrations = [][]string{{
 func SchemaVersion() int { return len(migrations) }
 
 // migrate creates the schema table, checks its version and applies the
-// missing migrations, all in one transaction that excludes other migrating
+// missing migrations up to version target, all in one transaction that excludes other migrating
 // Stores: an advisory lock on PostgreSQL, BEGIN IMMEDIATE on SQLite.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, target int) error {
 	// Opening a connection runs the DSN's pragmas; on SQLite, switching a
 	// new file to WAL can find another pool doing the same and answer
 	// busy at once, whatever the busy timeout.
@@ -109,16 +237,16 @@ func (s *Store) migrate(ctx context.Context) error {
 	if version < 0 {
 		return fmt.Errorf("sqlstore: table %s_schema holds version %d", t, version)
 	}
-	for v := version; v < len(migrations); v++ {
-		for _, stmt := range migrations[v] {
-			if _, err := conn.ExecContext(ctx, strings.ReplaceAll(stmt, "{t}", t)); err != nil {
+	for v := version; v < target; v++ {
+		for _, stmt := range migrations[v].statements(s.dialect, t) {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("sqlstore: migrating %s to version %d: %w", t, v+1, err)
 			}
 		}
 	}
-	if version < len(migrations) {
-		if _, err := conn.ExecContext(ctx, fmt.Sprintf("UPDATE %s_schema SET version = %d", t, len(migrations))); err != nil {
-			return fmt.Errorf("sqlstore: recording schema version %d: %w", len(migrations), err)
+	if version < target {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("UPDATE %s_schema SET version = %d", t, target)); err != nil {
+			return fmt.Errorf("sqlstore: recording schema version %d: %w", target, err)
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {

@@ -16,9 +16,24 @@
 // one database, in one process or many, exactly one claims each slot. A
 // claim holds a lease that the Job renews while the run is in flight; when
 // the lease expires, by the database's clock, because the claiming node
-// died, another node takes the slot over with Reclaim. DESIGN.md beside this
-// file gives the schema, the protocol, what is guaranteed under which
-// failures, and the measured costs.
+// died, another node takes the slot over with Reclaim. A Store is also a
+// schedule.SinceStore (since when each job is scheduled) and a
+// schedule.RetryStore (each retry of a slot is a new attempt of its claim,
+// fenced like a takeover).
+//
+// Beside the run records, a Store keeps task definitions (Definitions), a
+// cron.Source that the cron.Tables of every replica follow:
+//
+//	defs := store.Definitions()
+//	v, err := defs.Create(ctx, cron.Task{Name: "report", Handler: "mail",
+//		Spec: "0 9 * * 1-5", Permanent: true})
+//	...
+//	err = defs.SetPaused(ctx, "report", true) // every replica pauses it
+//
+// People read the records with psql or sqlite3 through the view
+// {table}_readable, with readable times and the names of statuses and
+// reasons. DESIGN.md beside this file gives the schema, the protocol, what
+// is guaranteed under which failures, and the measured costs.
 package sqlstore
 
 import (
@@ -75,6 +90,7 @@ type Store struct {
 	limit    *schedule.RunLimit
 	bq       batchQueries
 	stats    counters
+	defs     *Definitions
 
 	// unsure holds the claims made through this Store whose statement
 	// failed: the connection may have broken after the commit, leaving
@@ -122,6 +138,12 @@ var _ schedule.LeaseStore = (*Store)(nil)
 // If ctx has no deadline, New gives up after NewTimeout: a server that
 // accepts connections but never answers would otherwise hold it for good.
 func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
+	return newAt(ctx, db, d, len(migrations), opts...)
+}
+
+// newAt is New, migrating the schema to version at most: tests make a
+// database of an earlier version with it.
+func newAt(ctx context.Context, db *sql.DB, d Dialect, version int, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("sqlstore: New with a nil *sql.DB")
 	}
@@ -150,7 +172,8 @@ func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, er
 	s.bq = buildBatchQueries(d, o.table)
 	s.b = batcher{exec: s.send, lanes: lanes(db, d), max: maxBatch}
 	s.limit = schedule.NewRunLimit(o.runs)
-	if err := s.migrate(ctx); err != nil {
+	s.defs = newDefinitions(s)
+	if err := s.migrate(ctx, version); err != nil {
 		if bounded && ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (no answer within %v; New's context had no deadline)", err, newTimeout)
 		}

@@ -1,0 +1,345 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/circulation-go/circulation/cron"
+)
+
+// Definitions is the table of task definitions a Store keeps beside its
+// run records, {t}_tasks, one row a cron.Task, with a version each. It is
+// a cron.Source: every replica's cron.Table that follows it runs the same
+// tasks. Its writes (Create, Update, Delete, SetPaused) use optimistic
+// concurrency: each names the version it read, and a write of a stale
+// version fails with ErrStale, never overwrites. Every write bumps the
+// change marker, {t}_tasks_version, in its transaction, so that a
+// follower that polls Version never misses a change (DESIGN.md).
+//
+// Definitions is safe for concurrent use, as are the Definitions of
+// several Stores, in one process or many, on one database and table. The
+// zero value is not usable: call Store.Definitions.
+//
+// Start, End and Created are kept to the microsecond (PostgreSQL's
+// timestamptz), on SQLite as on PostgreSQL, and read back in UTC. A write
+// that returns an error other than a *cron.TaskError, ErrTaskExists,
+// ErrStale or cron.ErrUnknownTask may have committed (the connection broke
+// as it did): read the definition again before writing it again.
+type Definitions struct {
+	s *Store
+	q defQueries
+	// changes receives, without blocking, after each write that
+	// committed; written by the writers, read by a follower.
+	changes chan struct{}
+}
+
+var _ cron.Source = (*Definitions)(nil)
+
+var (
+	// ErrTaskExists is returned by Create for a name that is defined
+	// already.
+	ErrTaskExists = errors.New("sqlstore: task already defined")
+	// ErrStale is returned by Update and Delete when the definition is no
+	// longer at the version the caller read: another write came between.
+	ErrStale = errors.New("sqlstore: stale version")
+)
+
+// A Definition is a task definition as List reports it.
+type Definition struct {
+	Task    cron.Task
+	Version int64     // the definition's version, which Update and Delete name
+	Updated time.Time // when it was last written, by the writer's clock
+}
+
+// Definitions returns the table of task definitions of s. Every call
+// returns the same Definitions.
+func (s *Store) Definitions() *Definitions {
+	s.mustBeMade()
+	return s.defs
+}
+
+func newDefinitions(s *Store) *Definitions {
+	q := queries{dialect: s.dialect, table: s.opts.table}
+	return &Definitions{s: s, q: defQueries{
+		bump:        q.rewrite(bumpSQL),
+		version:     q.rewrite(versionSQL),
+		insert:      q.rewrite(insertTaskSQL),
+		update:      q.rewrite(updateTaskSQL),
+		pause:       q.rewrite(pauseTaskSQL),
+		delete:      q.rewrite(deleteTaskSQL),
+		deleteSince: q.rewrite(deleteSinceSQL),
+		current:     q.rewrite(currentTaskSQL),
+		get:         q.rewrite(getTaskSQL),
+		list:        q.rewrite(listTasksSQL),
+	}, changes: make(chan struct{}, 1)}
+}
+
+// Create saves t, a new definition, at version 1, with Created set to now
+// (t.Created is ignored), and returns its version. It returns the
+// *cron.TaskError of t.Validate, or one naming a field the store cannot
+// hold (a name CheckJob refuses, text that is not UTF-8 without NUL, a
+// time outside years 1 to 9999), and saves nothing; and an error wrapping
+// ErrTaskExists if t.Name is defined already.
+func (d *Definitions) Create(ctx context.Context, t cron.Task) (int64, error) {
+	args, err := d.args(t)
+	if err != nil {
+		return 0, err
+	}
+	now := d.timeArg(time.Now())
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		n, err := d.s.txExec(ctx, tx, d.q.insert, append(args, now)...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: %q", ErrTaskExists, t.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, d.wrap("creating", t.Name, err)
+	}
+	return 1, nil
+}
+
+// Update replaces the definition of t.Name, at version, with t, and
+// returns its new version, one more. Created keeps the value Create set
+// (t.Created is ignored). It refuses t as Create does; it returns an error
+// wrapping ErrStale if the definition is at another version, and one
+// wrapping cron.ErrUnknownTask if there is none.
+func (d *Definitions) Update(ctx context.Context, t cron.Task, version int64) (int64, error) {
+	args, err := d.args(t)
+	if err != nil {
+		return 0, err
+	}
+	var v int64
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		d.s.stats.statements.Add(1)
+		err := tx.QueryRowContext(ctx, d.q.update, append(args, d.timeArg(time.Now()), version)...).Scan(&v)
+		if err == sql.ErrNoRows {
+			return d.missed(ctx, tx, t.Name, version)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, d.wrap("updating", t.Name, err)
+	}
+	return v, nil
+}
+
+// Delete deletes the definition name, at version, and what the store
+// recorded of since when its job has been scheduled (Since): a task
+// defined again under the name owes no slot from before. Its run records
+// stay. It returns an error wrapping ErrStale if the definition is at
+// another version, and one wrapping cron.ErrUnknownTask if there is none.
+func (d *Definitions) Delete(ctx context.Context, name string, version int64) error {
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		n, err := d.s.txExec(ctx, tx, d.q.delete, name, version)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return d.missed(ctx, tx, name, version)
+		}
+		_, err = d.s.txExec(ctx, tx, d.q.deleteSince, name)
+		return err
+	})
+	return d.wrap("deleting", name, err)
+}
+
+// SetPaused pauses or resumes the task name: the definition's Paused is
+// set to paused, and its version raised, unless Paused is so already, in
+// which case nothing is written. It does not check the rest of the
+// definition again: a task whose End has passed can still be paused. It
+// returns an error wrapping cron.ErrUnknownTask if there is no such
+// definition.
+func (d *Definitions) SetPaused(ctx context.Context, name string, paused bool) error {
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		n, err := d.s.txExec(ctx, tx, d.q.pause, name, paused, d.timeArg(time.Now()))
+		if err != nil || n > 0 {
+			return err
+		}
+		switch _, ok, err := d.current(ctx, tx, name); {
+		case err != nil:
+			return err
+		case !ok:
+			return cron.ErrUnknownTask
+		}
+		return errUnchanged // nothing written: the marker's bump is rolled back
+	})
+	if err == errUnchanged {
+		return nil
+	}
+	return d.wrap("pausing", name, err)
+}
+
+// errUnchanged rolls back a write that found nothing to change.
+var errUnchanged = errors.New("sqlstore: unchanged")
+
+// current returns the version of the definition name, and whether there
+// is one, as tx sees it.
+func (d *Definitions) current(ctx context.Context, tx *sql.Tx, name string) (int64, bool, error) {
+	var v int64
+	d.s.stats.statements.Add(1)
+	err := tx.QueryRowContext(ctx, d.q.current, name).Scan(&v)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	return v, err == nil, err
+}
+
+// missed says why a write of the definition name at version matched
+// nothing: ErrStale if it is at another version, cron.ErrUnknownTask if it
+// is not defined. The caller's transaction holds the marker's lock, so no
+// other write came between.
+func (d *Definitions) missed(ctx context.Context, tx *sql.Tx, name string, version int64) error {
+	switch cur, ok, err := d.current(ctx, tx, name); {
+	case err != nil:
+		return err
+	case !ok:
+		return cron.ErrUnknownTask
+	default:
+		return fmt.Errorf("%w: task %q is at version %d, not %d", ErrStale, name, cur, version)
+	}
+}
+
+// wrap names the task and the write in err, unless it is a definition's
+// *cron.TaskError, ErrStale or ErrTaskExists, which name it already.
+func (d *Definitions) wrap(verb, name string, err error) error {
+	if err == nil || errors.Is(err, ErrStale) || errors.Is(err, ErrTaskExists) {
+		return err
+	}
+	if errors.Is(err, cron.ErrUnknownTask) {
+		return fmt.Errorf("sqlstore: task %q: %w", name, err)
+	}
+	return fmt.Errorf("sqlstore: %s task %q: %w", verb, name, err)
+}
+
+// write runs f in a transaction that first bumps the change marker, and
+// commits it if f returns nil; on SQLite, it runs it again while another
+// writer holds the database. Once it committed, Changes receives.
+func (d *Definitions) write(ctx context.Context, f func(*sql.Tx) error) error {
+	s := d.s
+	s.mustBeMade()
+	err := s.retry(ctx, func() error {
+		s.stats.statements.Add(1)
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := s.txExec(ctx, tx, d.q.bump); err != nil {
+			return err
+		}
+		if err := f(tx); err != nil {
+			return err
+		}
+		s.stats.statements.Add(1)
+		return tx.Commit()
+	})
+	if err == nil {
+		select {
+		case d.changes <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// txExec runs a statement in tx and returns the rows it affected.
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	s.stats.statements.Add(1)
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Get returns the definition name and its version, or an error wrapping
+// cron.ErrUnknownTask if there is none.
+func (d *Definitions) Get(ctx context.Context, name string) (cron.Task, int64, error) {
+	d.s.mustBeMade()
+	var def Definition
+	err := d.s.retry(ctx, func() error {
+		var err error
+		def, err = d.scan(d.s.queryRow(ctx, d.q.get, name))
+		return err
+	})
+	if err == sql.ErrNoRows {
+		err = cron.ErrUnknownTask
+	}
+	if err != nil {
+		return cron.Task{}, 0, d.wrap("reading", name, err)
+	}
+	return def.Task, def.Version, nil
+}
+
+// List returns every definition, sorted by name, with its version.
+func (d *Definitions) List(ctx context.Context) ([]Definition, error) {
+	d.s.mustBeMade()
+	var defs []Definition
+	err := d.s.retry(ctx, func() error {
+		defs = defs[:0]
+		return d.s.query(ctx, d.q.list, func(rows *sql.Rows) error {
+			def, err := d.scan(rows)
+			if err != nil {
+				return err
+			}
+			defs = append(defs, def)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: reading the task definitions: %w", err)
+	}
+	slices.SortFunc(defs, func(a, b Definition) int { return strings.Compare(a.Task.Name, b.Task.Name) })
+	return defs, nil
+}
+
+// Tasks returns every definition, sorted by name, and the version of the
+// set, as Version returns it: the definitions reflect every write the
+// version counts, and maybe later ones (the version is read first), so a
+// follower that reads Tasks again when Version differs misses no change.
+func (d *Definitions) Tasks(ctx context.Context) ([]cron.Task, int64, error) {
+	v, err := d.Version(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defs, err := d.List(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	tasks := make([]cron.Task, len(defs))
+	for i, def := range defs {
+		tasks[i] = def.Task
+	}
+	return tasks, v, nil
+}
+
+// Version returns the version of the set of definitions: the number of
+// writes (Create, Update, Delete, and SetPaused calls that changed
+// something) since the table was made. It reads one row.
+func (d *Definitions) Version(ctx context.Context) (int64, error) {
+	d.s.mustBeMade()
+	var v int64
+	err := d.s.retry(ctx, func() error { return d.s.queryRow(ctx, d.q.version).Scan(&v) })
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: reading the version of the task definitions: %w", err)
+	}
+	return v, nil
+}
+
+// Changes returns a channel that receives after a write through d
+// committed, so that a follower in this process applies it at once. The
+// channel holds one signal at most and is the same for every call: with
+// several followers of d, one is woken, and the others see the change at
+// their next poll of Version. Writes by other processes, or other Stores,
+// are seen by polling Version only: the package imports no driver, and
+// PostgreSQL's LISTEN needs one.
+func (d *Definitions) Changes() <-chan struct{} { return d.changes }

@@ -1,0 +1,113 @@
+package sqlstore_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
+)
+
+// TestMigrateFromVersion1 makes a database of schema version 1 with
+// records, then opens it with New: it is migrated to the current version,
+// its records are kept, and the Store of version 1 goes on working beside
+// the new one, as a replica not yet upgraded does.
+func TestMigrateFromVersion1(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		tb := tableFor(t)
+		db := openDB(t, b.driver, dsn)
+		old, err := sqlstore.NewAtVersion(ctx, db, b.dialect, 1, sqlstore.WithTable(tb), sqlstore.WithHistory(100, 100))
+		require.NoError(t, err)
+		version := func() int {
+			var v int
+			require.NoError(t, db.QueryRow("SELECT version FROM "+tb+"_schema").Scan(&v))
+			return v
+		}
+		require.Equal(t, 1, version())
+		_, err = db.Exec("SELECT 1 FROM " + tb + "_tasks")
+		require.Error(t, err, "version 1 has no definitions")
+
+		var wrote []schedule.Record
+		for i, st := range []schedule.Status{schedule.Succeeded, schedule.Failed, schedule.Missed, schedule.Running} {
+			r := running("j", i, "old")
+			r.Attempt = 1
+			if st == schedule.Running {
+				require.NoError(t, old.Claim(ctx, r))
+			} else {
+				r.Status, r.End, r.Err = st, r.Start.Add(5e6), st.String()
+				require.NoError(t, old.Finish(ctx, r))
+			}
+			wrote = append(wrote, r)
+		}
+		_, err = old.Prune(ctx, "j")
+		require.NoError(t, err)
+
+		s := newStore(t, b, dsn, sqlstore.WithHistory(100, 100))
+		require.Equal(t, sqlstore.SchemaVersion(), version())
+		require.Equal(t, 2, sqlstore.SchemaVersion())
+		h, err := s.History(ctx, "j", 10)
+		require.NoError(t, err)
+		require.Len(t, h, len(wrote), "the records are kept")
+		for k, rec := range h {
+			w := wrote[len(wrote)-1-k]
+			assert.True(t, rec.Due.Equal(w.Due) && rec.Start.Equal(w.Start) && rec.End.Equal(w.End), "%d: %v", k, rec)
+			assert.Equal(t, w.Status, rec.Status)
+			assert.Equal(t, w.Err, rec.Err)
+			assert.Equal(t, "old", rec.Node)
+		}
+
+		// The old Store's statements still work on the new schema, and the
+		// new one's on the old records.
+		require.NoError(t, old.Claim(ctx, running("j", 4, "old")))
+		require.ErrorIs(t, s.Claim(ctx, running("j", 4, "new")), schedule.ErrClaimed)
+		require.NoError(t, s.Retry(ctx, failed(wrote[3], "boom")), "a claim of version 1 retried")
+		last, err := s.Last(ctx, "j")
+		require.NoError(t, err)
+		assert.True(t, last.Due.Equal(slot(4)))
+		_, err = s.Since(ctx, "j", slot(0))
+		require.NoError(t, err)
+		v, err := s.Definitions().Create(ctx, task("t"))
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), v)
+		var n int
+		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+tb+"_readable WHERE job = 'j'").Scan(&n))
+		assert.Equal(t, 5, n)
+
+		newStore(t, b, dsn)
+		assert.Equal(t, sqlstore.SchemaVersion(), version(), "New on the current version changes nothing")
+		tasks, _, err := s.Definitions().Tasks(ctx)
+		require.NoError(t, err)
+		assert.Len(t, tasks, 1)
+	})
+}
+
+// TestLongestTableName makes the schema under the longest table name
+// WithTable takes: every name derived from it (name_tasks_version, the
+// longest) fits PostgreSQL's 63 bytes.
+func TestLongestTableName(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		db := openDB(t, b.driver, dsn)
+		tb := strings.Repeat("t", 48)
+		if b.dialect == sqlstore.PostgreSQL {
+			_, err := db.Exec("DROP TABLE IF EXISTS " + tb + ", " + tb + "_jobs, " + tb + "_schema, " +
+				tb + "_tasks, " + tb + "_tasks_version, " + tb + "_since CASCADE")
+			require.NoError(t, err)
+		}
+		s, err := sqlstore.New(ctx, db, b.dialect, sqlstore.WithTable(tb))
+		require.NoError(t, err)
+		_, err = s.Definitions().Create(ctx, task("t"))
+		require.NoError(t, err)
+		v, err := s.Definitions().Version(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), v)
+		require.NoError(t, s.Claim(ctx, running("j", 0, "a")))
+		var n int
+		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+tb+"_readable").Scan(&n))
+		assert.Equal(t, 1, n)
+	})
+}
