@@ -4,11 +4,12 @@ go 1.25.0
 
 replace (
 	github.com/circulation-go/circulation => ../..
+	github.com/circulation-go/circulation/cron => ../../cron
 	github.com/circulation-go/circulation/schedule/sqlstore => ../../schedule/sqlstore
 )
 
 require (
-	github.com/circulation-go/circulation v0.0.0-00010101000000-000000000000
+	github.com/circulation-go/circulation v0.0.0
 	github.com/circulation-go/circulation/schedule/sqlstore v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
 	go.uber.org/goleak v1.3.0
@@ -16,6 +17,7 @@ require (
 )
 
 require (
+	github.com/circulation-go/circulation/cron v0.0.0-00010101000000-000000000000 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

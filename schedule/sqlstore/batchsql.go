@@ -36,6 +36,7 @@ type batchQueries struct {
 	claim, pruned, finish, renew string
 	pruneWater, pruneDel         string
 	lastOf                       string
+	sinceOf, note                string
 }
 
 // lastOfSQL returns the last record of each job of the JSON array of
@@ -108,6 +109,26 @@ ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	AND (job, due) IN (SELECT job, due FROM (` + doomedManySQL + `) d)`
 )
 
+const (
+	// sinceOfBatchSQL is the since statement for each record of $1: job
+	// j, time d. (The WHERE makes SQLite read ON CONFLICT as the
+	// upsert's, not the join's.)
+	sinceOfBatchSQL = `INSERT INTO {t}_since (job, since)
+SELECT b.j, b.d FROM {b} WHERE true ORDER BY b.j
+ON CONFLICT (job) DO UPDATE SET since = CASE
+	WHEN excluded.since < {t}_since.since THEN excluded.since
+	ELSE {t}_since.since END
+RETURNING job, since`
+
+	// noteBatchSQL inserts the finished records of $1 whose slots have
+	// none, unless pruning passed them.
+	noteBatchSQL = `INSERT INTO {t} (` + columns + `)
+SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a FROM {b}
+WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
+ORDER BY b.j, b.d
+ON CONFLICT (job, due) DO NOTHING`
+)
+
 func buildBatchQueries(d Dialect, table string) batchQueries {
 	r := strings.NewReplacer("{b}", recordsSQL(d), "{jobs}", jobsSQL(d))
 	single := buildQueries(d, table) // for its replacements of {t} and {now}, and $n on SQLite
@@ -120,6 +141,8 @@ func buildBatchQueries(d Dialect, table string) batchQueries {
 		pruneWater: q(pruneWaterBatchSQL),
 		pruneDel:   q(pruneDelBatchSQL),
 		lastOf:     q(lastOfSQL(d)),
+		sinceOf:    q(sinceOfBatchSQL),
+		note:       q(noteBatchSQL),
 	}
 }
 

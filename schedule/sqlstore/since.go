@@ -2,7 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/circulation-go/circulation/schedule"
@@ -34,3 +37,71 @@ func (s *Store) Since(ctx context.Context, job string, t time.Time) (time.Time, 
 }
 
 var _ schedule.SinceStore = (*Store)(nil)
+
+// SinceOf is Since for each job of jobs, with its time, in a statement per
+// thousand jobs: schedule.StartAll calls it for the jobs that have no
+// record. Each time must be one Since takes.
+func (s *Store) SinceOf(ctx context.Context, jobs map[string]time.Time) (map[string]time.Time, error) {
+	s.mustBeMade()
+	names := slices.Sorted(maps.Keys(jobs))
+	rs := make([]*request, 0, min(len(names), maxBatch))
+	got := make(map[string]time.Time, len(jobs))
+	for chunk := range slices.Chunk(names, maxBatch) {
+		rs = rs[:0]
+		for _, job := range chunk {
+			if err := s.CheckJob(job); err != nil {
+				return nil, err
+			}
+			t := jobs[job]
+			if t.IsZero() || t.Before(minTime) || t.After(maxTime) {
+				return nil, fmt.Errorf("sqlstore: SinceOf(%s, %v): want a time in years 1678 to 2262", job, t)
+			}
+			rs = append(rs, &request{w: row{job: job, due: t.UnixNano(), attempt: 1}})
+		}
+		buf := appendRecords(nil, rs)
+		err := s.retry(ctx, func() error {
+			return s.query(ctx, s.bq.sinceOf, func(rows *sql.Rows) error {
+				var job string
+				var since int64
+				if err := rows.Scan(&job, &since); err != nil {
+					return err
+				}
+				got[job] = time.Unix(0, since)
+				return nil
+			}, string(buf))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: recording since when %d jobs are scheduled: %w", len(jobs), err)
+		}
+	}
+	return got, nil
+}
+
+// Note records each of rs, the finished record of a slot that did not run
+// (a Missed slot: schedule.NoteStore), unless its slot has a record
+// already or pruning passed it, in a statement per thousand records.
+func (s *Store) Note(ctx context.Context, rs []schedule.Record) error {
+	s.mustBeMade()
+	reqs := make([]*request, 0, min(len(rs), maxBatch))
+	for chunk := range slices.Chunk(rs, maxBatch) {
+		reqs = reqs[:0]
+		for _, r := range chunk {
+			w, err := toRow(r)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, &request{w: w})
+		}
+		sortRequests(reqs)
+		buf := appendRecords(nil, reqs)
+		if err := s.retry(ctx, func() error {
+			_, err := s.exec(ctx, s.bq.note, string(buf))
+			return err
+		}); err != nil {
+			return fmt.Errorf("sqlstore: noting %d records: %w", len(rs), err)
+		}
+	}
+	return nil
+}
+
+var _ schedule.NoteStore = (*Store)(nil)

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/circulation-go/circulation/schedule"
 	"github.com/circulation-go/circulation/schedule/sqlstore"
 )
 
@@ -65,5 +67,68 @@ func TestSince(t *testing.T) {
 		require.NoError(t, defs.Delete(ctx, "def", v))
 		assert.True(t, since(a, "def", slot(50)).Equal(slot(50)))
 		assert.True(t, since(a, "j", slot(50)).Equal(slot(10)), "other jobs keep theirs")
+	})
+}
+
+// TestSinceOf records the times of many jobs in one call, as StartAll does
+// for the jobs with no record: the earliest wins per job, as with Since,
+// past a statement's thousand jobs too.
+func TestSinceOf(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		a, c := newStore(t, b, dsn), newStore(t, b, dsn)
+		_, err := a.Since(ctx, "j5", slot(1))
+		require.NoError(t, err)
+		want := map[string]time.Time{}
+		ask := map[string]time.Time{}
+		for i := range 2500 {
+			job := fmt.Sprint("j", i)
+			ask[job] = slot(10)
+			want[job] = slot(10)
+		}
+		want["j5"] = slot(1)
+		got, err := c.SinceOf(ctx, ask)
+		require.NoError(t, err)
+		require.Len(t, got, len(want))
+		for job, w := range want {
+			assert.True(t, got[job].Equal(w), "%s: %v, want %v", job, got[job], w)
+		}
+		got, err = a.SinceOf(ctx, map[string]time.Time{"j7": slot(20), "j8": slot(5)})
+		require.NoError(t, err)
+		assert.True(t, got["j7"].Equal(slot(10)), "a later time: the earliest stays")
+		assert.True(t, got["j8"].Equal(slot(5)), "an earlier time replaces it")
+		_, err = a.SinceOf(ctx, map[string]time.Time{"": slot(0)})
+		assert.ErrorContains(t, err, "empty")
+	})
+}
+
+// TestNote records slots that did not run, unless they have a record: a
+// slot a replica ran keeps its record.
+func TestNote(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t))
+		run := schedule.Record{Job: "j", Due: slot(2), Status: schedule.Running, Node: "a", Attempt: 1}
+		require.NoError(t, s.Claim(ctx, run))
+		run.Status = schedule.Succeeded
+		require.NoError(t, s.Finish(ctx, run))
+		var rs []schedule.Record
+		for i := range 1500 {
+			rs = append(rs, schedule.Record{Job: "j", Due: slot(i), Reason: schedule.CatchUp, Status: schedule.Missed, Node: "b"})
+		}
+		require.NoError(t, s.Note(ctx, rs))
+		h, err := s.History(ctx, "j", 2000)
+		require.NoError(t, err)
+		require.Len(t, h, 1500)
+		for _, r := range h {
+			if r.Due.Equal(slot(2)) {
+				assert.Equal(t, schedule.Succeeded, r.Status, "a slot with a record keeps it")
+				assert.Equal(t, "a", r.Node)
+				continue
+			}
+			assert.Equal(t, schedule.Missed, r.Status)
+			assert.Equal(t, schedule.CatchUp, r.Reason)
+		}
+		require.NoError(t, s.Note(ctx, rs), "noting again changes nothing")
+		assert.Error(t, s.Note(ctx, []schedule.Record{{Job: "", Due: slot(1), Status: schedule.Missed}}))
 	})
 }
