@@ -11,7 +11,7 @@ import (
 
 // A Task is the definition of a user-defined scheduled task, as a service
 // keeps it in a table and loads it into a [Table]. Its JSON form uses the
-// names in the tags. The zero value of
+// names in the tags; DecodeTasks reads a list of them. The zero value of
 // each field but Name, Handler, Spec and End (or Permanent) is the usual
 // default: a task runs unless Paused, skips a slot that falls due while
 // it runs, catches up its latest missed slot, and has no timeout and no
@@ -133,15 +133,22 @@ var ErrUnknownTask = errors.New("cron: unknown task")
 // A TaskError reports a task definition that a Table cannot load: the
 // task, its field at fault (named as in JSON: "spec", "retry.attempts"),
 // and why. Its message quotes at most 64 bytes of each text of the
-// definition.
+// definition; for DecodeTasks, it gives the definition's index in the
+// array too.
 type TaskError struct {
 	Task  string
 	Field string
 	Err   error
+
+	index int // DecodeTasks': the definition's index in its array, plus one; 0 for none
 }
 
 func (e *TaskError) Error() string {
-	return "cron: task " + strconv.Quote(clip(e.Task)) + ": " + e.Field + ": " + e.Err.Error()
+	s := "cron: task " + strconv.Quote(clip(e.Task))
+	if e.index > 0 {
+		s += " at index " + strconv.Itoa(e.index-1)
+	}
+	return s + ": " + e.Field + ": " + e.Err.Error()
 }
 
 func (e *TaskError) Unwrap() error { return e.Err }

@@ -1,7 +1,9 @@
 package cron_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -145,4 +147,75 @@ func TestTaskValidateKnowsNoHandlers(t *testing.T) {
 	defer tab.Stop(context.Background())
 	_, err := tab.Apply(context.Background(), []cron.Task{d})
 	assert.EqualError(t, err, `cron: task "t": handler: no handler "unknown"`)
+}
+
+// DecodeTasks reads what json.Marshal writes of a list of Tasks.
+func TestDecodeTasksRoundTrip(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	want := []cron.Task{
+		{Name: "a", Handler: "h", BusinessID: "b", Spec: "0 9 * * *", Zone: "Europe/Paris", Start: at, End: at.AddDate(1, 0, 0),
+			Once: true, Paused: true, Overlap: "replace", Misfire: "run-all", Timeout: cron.Duration(90 * time.Second),
+			Retry: cron.Retry{Attempts: 3, Backoff: cron.Duration(10 * time.Second)}, Created: at.Add(-time.Hour)},
+		{Name: "b", Handler: "h", Spec: "@hourly", Permanent: true},
+	}
+	b, err := json.Marshal(want)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"timeout":"1m30s","retry":{"attempts":3,"backoff":"10s"}`)
+	assert.NotContains(t, string(b), `"retry":{}`, "a zero Retry is left out")
+	got, err := cron.DecodeTasks(bytes.NewReader(b))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	got, err = cron.DecodeTasks(strings.NewReader(" [ ] \n"))
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+// DecodeTasks refuses what encoding/json would let pass silently: a field
+// that Task does not have, at the top or in "retry", a field given twice,
+// a definition without a name, and data after the array; its errors name
+// the task, its index and the field.
+func TestDecodeTasksRefuses(t *testing.T) {
+	for in, want := range map[string]string{
+		`[{"name": "a", "handler": "h", "enabled": true}]`:          `cron: task "a" at index 0: enabled: unknown field`,
+		`[{"name": "a"}, {"name": "b", "overlap": true}]`:           `cron: task "b" at index 1: overlap: want a JSON string`,
+		`[{"name": "a", "retry": {"attempts": 3, "backof": "1s"}}]`: `cron: task "a" at index 0: retry.backof: unknown field`,
+		`[{"name": "a", "retry": 3}]`:                               `cron: task "a" at index 0: retry: want a JSON object`,
+		`[{"name": "a", "Spec": "@daily", "spec": "@hourly"}]`:      `cron: task "a" at index 0: spec: given twice`,
+		`[{"name": "a"}, {"handler": "h", "spec": "@daily"}]`:       `cron: task "" at index 1: name: missing`,
+		`[{"name": ""}]`:                     `cron: task "" at index 0: name: empty`,
+		`[{"name": 7}]`:                      `cron: task "" at index 0: name: want a string`,
+		`[{"name": "a", "timeout": "soon"}]`: `cron: task "a" at index 0: timeout: "soon": want a duration such as "90s" or "1h30m"`,
+		`[{"name": "a", "timeout": 90}]`:     `cron: task "a" at index 0: timeout: want a duration such as "90s" or "1h30m"`,
+		`[{"name": "a", "timeout": "-1s"}]`:  `cron: task "a" at index 0: timeout: "-1s" is negative`,
+		`[{"name": "a", "end": "tomorrow"}]`: `cron: task "a" at index 0: end: want a time in RFC 3339, such as "2026-01-02T15:04:05Z"`,
+		`["a"]`:                              `cron: task "" at index 0: definition: want a JSON object`,
+		`[{"name": "a"}] [{"name": "b"}]`:    `cron: tasks: data after the array`,
+		`[{"name": "a"}] x`:                  `cron: tasks: data after the array`,
+		`{"name": "a"}`:                      `cron: tasks: want a JSON array of task definitions`,
+		`[{"name": "a",}]`:                   `cron: tasks: definition at index 0: invalid character '}' looking for beginning of object key string`,
+		`[{"name": "a"}`:                     `cron: tasks: unexpected end of JSON input`,
+		``:                                   `cron: tasks: unexpected end of JSON input`,
+		`[{"name": "a", "` + strings.Repeat("x", 100) + `": 1}]`: `cron: task "a" at index 0: ` + strings.Repeat("x", 64) + `...: unknown field`,
+	} {
+		ts, err := cron.DecodeTasks(strings.NewReader(in))
+		assert.EqualError(t, err, want, in)
+		assert.Nil(t, ts, in)
+	}
+	_, err := cron.DecodeTasks(strings.NewReader(`[{"name": "a", "enabled": true}]`))
+	var te *cron.TaskError
+	require.True(t, errors.As(err, &te))
+	assert.Equal(t, cron.TaskError{Task: "a", Field: "enabled", Err: te.Err}, cron.TaskError{Task: te.Task, Field: te.Field, Err: te.Err})
+}
+
+// Names match Task's tags regardless of case, as encoding/json matches
+// them, and null leaves a field at its default.
+func TestDecodeTasksAsEncodingJSON(t *testing.T) {
+	in := `[{"Name": "a", "HANDLER": "h", "spec": "@daily", "permanent": true, "zone": null, "retry": null}]`
+	got, err := cron.DecodeTasks(strings.NewReader(in))
+	require.NoError(t, err)
+	var want []cron.Task
+	require.NoError(t, json.Unmarshal([]byte(in), &want))
+	assert.Equal(t, want, got)
+	assert.Equal(t, "h", got[0].Handler)
 }
