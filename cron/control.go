@@ -101,10 +101,17 @@ var ErrTaskPaused = errors.New("cron: task paused")
 // (schedule.Job.Pause); runs in flight go on. Tasks reports it with
 // Paused set. Pause on a paused task does nothing.
 //
-// The task stays paused through the Applies that leave its definition's
-// Paused as it was, until Resume, or until an Apply changes its Paused,
-// which then wins. Pause returns an error wrapping ErrUnknownTask if t
-// does not run the task.
+// On a Table that follows a Source (Follow), Pause pauses the task's
+// definition in the Source (Source.SetPaused), so that every Table
+// following it pauses the task, and then the task here at once, without
+// waiting for the Source's next look. The Source decides which names it
+// knows: its error, such as one wrapping ErrUnknownTask, is returned, and
+// the task is not paused.
+//
+// Without a Source, Pause acts on this Table: the task stays paused
+// through the Applies that leave its definition's Paused as it was, until
+// Resume, or until an Apply changes its Paused, which then wins. It
+// returns an error wrapping ErrUnknownTask if t does not run the task.
 //
 // Pause returns ErrTableStopped after Stop. It may be called from
 // Handlers and Observers.
@@ -112,17 +119,33 @@ func (t *Table) Pause(name string) error { return t.setPaused(name, true) }
 
 // Resume resumes the task name, paused by its definition or by Pause: its
 // next slot is the first after now (schedule.Job.Resume). Resume on a task
-// that is not paused does nothing. It acts, and fails, as Pause does.
+// that is not paused does nothing. It acts, and fails, as Pause does: on
+// the Source's definition, if t follows one, and else on this Table.
 func (t *Table) Resume(name string) error { return t.setPaused(name, false) }
 
 // setPaused is Pause if paused, Resume if not.
 func (t *Table) setPaused(name string, paused bool) error {
+	t.mu.Lock()
+	f, stopped := t.follow, t.stopped
+	t.mu.Unlock()
+	if stopped {
+		return ErrTableStopped
+	}
+	if f != nil {
+		if err := f.src.SetPaused(f.ctx, name, paused); err != nil {
+			return err
+		}
+		defer f.trig.Fire() // and every other change of the Source since its last look
+	}
 	t.mu.Lock()
 	e := t.tasks[name]
 	switch {
 	case t.stopped:
 		t.mu.Unlock()
 		return ErrTableStopped
+	case e == nil && f != nil:
+		t.mu.Unlock()
+		return nil // not loaded here yet, or refused: the Source has it, and the next look applies it
 	case e == nil:
 		t.mu.Unlock()
 		return unknown(name)

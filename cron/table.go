@@ -17,8 +17,9 @@ type Handler func(ctx context.Context, businessID string, r schedule.Run) error
 
 // A Table runs user-defined tasks, one schedule.Job each, and applies
 // changed sets of definitions while they run: Apply changes only what
-// changed. It reports what it runs (Tasks), and runs, pauses and resumes
-// a task on demand (RunNow, Pause, Resume).
+// changed. It reports what it runs (Tasks), runs, pauses and resumes a
+// task on demand (RunNow, Pause, Resume), and may follow a Source of
+// definitions that replicas share (Follow).
 //
 // All its jobs share one Store, so that a job that replaces another of the
 // same name neither runs a slot the other ran nor misses one: it starts
@@ -46,6 +47,8 @@ type Table struct {
 	stopped  bool
 	gen      uint32         // the latest Apply's
 	bg       sync.WaitGroup // drains, and starts waiting for them; added to holding mu, while not stopped
+	follow   *follower      // the Source followed, once Follow has read it; nil if none
+	joining  bool           // a Follow is under way
 }
 
 // An entry is a task loaded in a Table: its job and its definition. It
@@ -475,9 +478,10 @@ func (t *Table) Next(name string) (time.Time, bool) {
 
 // Stop stops every task, as schedule.Job.Stop does: no slot falls due
 // any more, the runs in flight are cancelled, also those of removed tasks,
-// and Stop waits for them to return. It returns nil then, or ctx.Err() if
-// ctx is done first. Apply then returns ErrTableStopped, also when a
-// Handler that Stop cancelled calls it.
+// and Stop waits for them to return. It ends the following of a Source
+// (Follow) too, and waits for its look under way. It returns nil then, or
+// ctx.Err() if ctx is done first. Apply then returns ErrTableStopped, also
+// when a Handler that Stop cancelled calls it.
 func (t *Table) Stop(ctx context.Context) error {
 	t.mu.Lock()
 	t.stopped = true
@@ -488,7 +492,12 @@ func (t *Table) Stop(ctx context.Context) error {
 	for e := range t.draining {
 		jobs = append(jobs, e.job)
 	}
+	f := t.follow
 	t.mu.Unlock()
+	var followed error
+	if f != nil {
+		followed = f.stop(ctx) // a look under way finds the Table stopped
+	}
 	// Every job is stopped, and its runs cancelled, at once (a Stop with a
 	// context that is done already does that and returns); then they are
 	// waited for 64 at a time: a Table of a million tasks makes no million
@@ -519,7 +528,7 @@ func (t *Table) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, followed)...)
 }
 
 // unjoin returns the errors err joins, or err alone.

@@ -85,7 +85,7 @@ type Retry struct {
 // "1m30s".
 type Duration time.Duration
 
-// A Source holds task definitions that a Table follows,
+// A Source holds task definitions that a Table follows (Table.Follow),
 // such as the definitions table of schedule/sqlstore: every replica's Table
 // following one Source runs the same tasks.
 type Source interface {
