@@ -43,7 +43,7 @@ var misfireNames = map[schedule.Misfire]string{
 // compiled is a validated task, held compactly, since a Table holds one a
 // task and may hold a million: its definition but for its name, which the
 // Table holds it by, with its times as Unix seconds and nanoseconds and its
-// policies parsed, in 128 bytes where a Task takes 200. Its spec is read
+// policies parsed, in 128 bytes where a Task takes 216. Its spec is read
 // again, from the Table's specs, when a Schedule is made of it
 // (scheduleOf).
 type compiled struct {
