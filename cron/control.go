@@ -104,9 +104,11 @@ var ErrTaskPaused = errors.New("cron: task paused")
 // On a Table that follows a Source (Follow), Pause pauses the task's
 // definition in the Source (Source.SetPaused), so that every Table
 // following it pauses the task, and then the task here at once, without
-// waiting for the Source's next look. The Source decides which names it
-// knows: its error, such as one wrapping ErrUnknownTask, is returned, and
-// the task is not paused.
+// waiting for the Source's next look, which it asks for. The Source is the
+// authority: each look pauses or resumes every task as its definition
+// says, except that a look that read the Source before a Pause does not
+// undo it. The Source decides which names it knows: its error, such as one
+// wrapping ErrUnknownTask, is returned, and the task is not paused.
 //
 // Without a Source, Pause acts on this Table: the task stays paused
 // through the Applies that leave its definition's Paused as it was, until
@@ -138,6 +140,9 @@ func (t *Table) setPaused(name string, paused bool) error {
 		defer f.trig.Fire() // and every other change of the Source since its last look
 	}
 	t.mu.Lock()
+	if f != nil {
+		t.controls++ // a read of the Source before SetPaused must not undo it
+	}
 	e := t.tasks[name]
 	switch {
 	case t.stopped:

@@ -58,11 +58,12 @@ func (t *Table) Follow(ctx context.Context, src Source, opts ...FollowOption) er
 		t.mu.Unlock()
 	}()
 
+	epoch := t.epoch()
 	defs, version, err := src.Tasks(ctx)
 	if err != nil {
 		return fmt.Errorf("cron: Follow: reading the source: %w", err)
 	}
-	_, applied := t.Apply(ctx, defs)
+	_, applied := t.apply(ctx, defs, true, epoch)
 	if errors.Is(applied, ErrTableStopped) {
 		return applied
 	}
@@ -162,6 +163,7 @@ func (f *follower) sync(ctx context.Context) (err error) {
 	if v == f.version {
 		return nil
 	}
+	epoch := f.t.epoch()
 	defs, v, err := f.src.Tasks(ctx)
 	if err != nil {
 		return fmt.Errorf("cron: following the source: reading its tasks: %w", err)
@@ -173,11 +175,18 @@ func (f *follower) sync(ctx context.Context) (err error) {
 			err = fmt.Errorf("cron: following the source: %v", r)
 		}
 	}()
-	_, err = f.t.Apply(ctx, defs)
+	_, err = f.t.apply(ctx, defs, true, epoch)
 	if !errors.Is(err, ErrTableStopped) {
 		f.version = v
 	}
 	return err
+}
+
+// epoch returns t.controls.
+func (t *Table) epoch() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.controls
 }
 
 // listen fires f's Trigger whenever ch receives, until ch is closed or

@@ -28,6 +28,7 @@ type memDefs struct {
 	looks    int   // calls of Version
 	fail     error // of Version and Tasks, if set
 	replicas []*memSource
+	gate     chan struct{} // if set, Tasks takes its answer, then waits to receive from it
 }
 
 // A memSource is a replica's view of a memDefs: a cron.Source whose
@@ -90,9 +91,9 @@ func (d *memDefs) counts() (reads, looks int) {
 
 func (d *memDefs) Tasks(ctx context.Context) ([]cron.Task, int64, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.reads++
 	if d.fail != nil {
+		d.mu.Unlock()
 		return nil, 0, d.fail
 	}
 	var ts []cron.Task
@@ -100,7 +101,16 @@ func (d *memDefs) Tasks(ctx context.Context) ([]cron.Task, int64, error) {
 		ts = append(ts, t)
 	}
 	slices.SortFunc(ts, func(a, b cron.Task) int { return strings.Compare(a.Name, b.Name) })
-	return ts, d.version, nil
+	v, gate := d.version, d.gate
+	d.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+	return ts, v, nil
 }
 
 func (d *memDefs) Version(ctx context.Context) (int64, error) {
@@ -334,5 +344,65 @@ func TestTableFollowOnce(t *testing.T) {
 		_, looks2 := defs.counts()
 		assert.Equal(t, looks, looks2, "looked at after Stop")
 		assert.ErrorIs(t, tab.Follow(ctx, defs.source()), cron.ErrTableStopped)
+	})
+}
+
+// With a Source, a task is paused as its definition says: a replica that
+// paused a task, but missed the change (its look failed), and then finds
+// the task resumed by another replica, resumes it, though its own
+// definition in force did not change.
+func TestTableFollowPausedAsTheSourceSays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defs := newMemDefs(task("a", "h", "* * * * * *"))
+		h := func(context.Context, string, schedule.Run) error { return nil }
+		ctx := context.Background()
+		a := cron.NewTable(map[string]cron.Handler{"h": h})
+		b := cron.NewTable(map[string]cron.Handler{"h": h})
+		require.NoError(t, a.Follow(ctx, defs.source()))
+		require.NoError(t, b.Follow(ctx, defs.source()))
+		defs.setFail(errors.New("database down"))
+		require.NoError(t, a.Pause("a")) // the Source takes it; a's look after it fails
+		assert.True(t, definition(t, a, "a").Paused)
+		synctest.Wait()
+		defs.setFail(nil)
+		require.NoError(t, b.Resume("a"))
+		time.Sleep(2 * time.Second)
+		for _, tab := range []*cron.Table{a, b} {
+			assert.False(t, definition(t, tab, "a").Paused)
+			next, _ := tab.Next("a")
+			assert.NotZero(t, next)
+			require.NoError(t, tab.Stop(ctx))
+		}
+	})
+}
+
+// A look at the Source that read it before a Pause, and applies after,
+// does not undo the Pause: the task stays paused, and the next look, which
+// Pause makes at once, reads the Source as Pause left it.
+func TestTableFollowStaleReadKeepsThePause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defs := newMemDefs(task("a", "h", "* * * * * *"), task("b", "h", "* * * * * *"))
+		src := defs.source()
+		tab := cron.NewTable(map[string]cron.Handler{"h": func(context.Context, string, schedule.Run) error { return nil }})
+		ctx := context.Background()
+		require.NoError(t, tab.Follow(ctx, src, cron.WithPollInterval(time.Hour)))
+		gate := make(chan struct{})
+		defs.mu.Lock()
+		defs.gate = gate
+		defs.mu.Unlock()
+		defs.put(task("b", "h", "*/2 * * * * *")) // a change, for the look to read
+		src.changes <- struct{}{}
+		synctest.Wait() // the look waits in Tasks, with the definitions before the Pause
+		require.NoError(t, tab.Pause("a"))
+		gate <- struct{}{} // the stale look applies
+		synctest.Wait()    // the look Pause asked for waits in Tasks
+		assert.Equal(t, "*/2 * * * * *", definition(t, tab, "b").Spec, "the stale look applied")
+		assert.True(t, definition(t, tab, "a").Paused, "the stale look resumed a")
+		next, _ := tab.Next("a")
+		assert.Zero(t, next)
+		close(gate)
+		synctest.Wait()
+		assert.True(t, definition(t, tab, "a").Paused)
+		require.NoError(t, tab.Stop(ctx))
 	})
 }

@@ -49,6 +49,7 @@ type Table struct {
 	bg       sync.WaitGroup // drains, and starts waiting for them; added to holding mu, while not stopped
 	follow   *follower      // the Source followed, once Follow has read it; nil if none
 	joining  bool           // a Follow is under way
+	controls uint64         // counts the Pauses and Resumes made on the Source followed
 }
 
 // An entry is a task loaded in a Table: its job and its definition. It
@@ -134,6 +135,16 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 // Scheduler's panic on to its caller; the Table stays usable, and Stop
 // returns.
 func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
+	return t.apply(ctx, defs, false, 0)
+}
+
+// apply is Apply. With fromSource, defs are the Source's, read when
+// t.controls was epoch: if no Pause or Resume changed the Source since,
+// each task is paused exactly when its definition says so, whatever
+// Pause and Resume did here (the Source is where they act). Otherwise, a
+// Pause or Resume here holds until the definition's Paused changes, so
+// that a read of the Source older than a Pause does not undo it.
+func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch uint64) (Changes, error) {
 	// Read the definitions in force, so that an unchanged definition is
 	// not compiled again: with a million tasks, only what changed costs.
 	t.mu.Lock()
@@ -180,6 +191,7 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 	}
 	t.gen++
 	gen := t.gen
+	enforce := fromSource && t.controls == epoch
 	presets := map[policy]schedule.Option{}
 	var fresh map[string]bool // the names without an entry that came, to find a second definition
 	for i, d := range defs {
@@ -218,11 +230,15 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			c = c.withSeen(old.seen, c != cur[i])
 		}
 		held := e.held
-		if c.paused != old.paused {
+		if c.paused != old.paused || enforce {
 			held = c.paused // the definition's change wins over Pause and Resume
 		}
 		switch {
 		case c == old:
+			if held != e.held {
+				e.held = held
+				holds = append(holds, e)
+			}
 		case c.policy() != old.policy():
 			ch.Changed = append(ch.Changed, name)
 			drains = append(drains, e)
