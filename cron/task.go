@@ -87,10 +87,11 @@ type Duration time.Duration
 
 // A Source holds task definitions that a Table follows (Table.Follow),
 // such as the definitions table of schedule/sqlstore: every replica's Table
-// following one Source runs the same tasks.
+// following one Source runs the same tasks. Its methods must be safe for
+// concurrent use.
 type Source interface {
-	// Tasks returns every definition, and the version of the set they
-	// form.
+	// Tasks returns every definition, with its Created set to when it
+	// was first saved, and the version of the set they form.
 	Tasks(ctx context.Context) ([]Task, int64, error)
 	// Version returns the version of the set of definitions: a number that
 	// changes whenever a definition does. It is called often, and should
