@@ -180,6 +180,9 @@ func (e *unknownTask) Unwrap() error { return ErrUnknownTask }
 // calls Observers, so it is called without t.mu; it does no harm to a job
 // being drained, which is paused already.
 func (t *Table) hold(e *entry) {
+	if testHookHold != nil {
+		testHookHold("start", e.job.Name())
+	}
 	for {
 		t.mu.Lock()
 		if !e.held {
@@ -190,6 +193,9 @@ func (t *Table) hold(e *entry) {
 			return
 		}
 		t.mu.Unlock()
+		if testHookHold != nil {
+			testHookHold("pause", e.job.Name())
+		}
 		e.job.Pause()
 		t.mu.Lock()
 		held := e.held

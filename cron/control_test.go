@@ -457,3 +457,62 @@ func TestTableControlsUnderConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// A Resume that comes while Pause is about to pause the job (its look at
+// the task done, the job not paused yet) wins: the job is resumed after.
+func TestTableResumeDuringPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 0)}, cron.WithLocation(time.UTC))
+		ctx := context.Background()
+		_, err := tab.Apply(ctx, []cron.Task{task("a", "h", "* * * * * *")})
+		require.NoError(t, err)
+		var once sync.Once
+		cron.SetHoldHook(func(where, name string) {
+			if where == "pause" {
+				once.Do(func() { assert.NoError(t, tab.Resume(name)) })
+			}
+		})
+		defer cron.SetHoldHook(nil)
+		require.NoError(t, tab.Pause("a"))
+		assert.False(t, definition(t, tab, "a").Paused, "Resume came last")
+		next, _ := tab.Next("a")
+		assert.NotZero(t, next, "the job is paused though the task is not")
+		time.Sleep(3500 * time.Millisecond)
+		assert.Len(t, l.of("a"), 3)
+		require.NoError(t, tab.Stop(ctx))
+	})
+}
+
+// A Resume whose task is removed before it resumes the job leaves the job
+// paused, drained: a removed task runs nothing more.
+func TestTableResumeOfARemovedTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 2500*time.Millisecond)}, cron.WithLocation(time.UTC))
+		ctx := context.Background()
+		d := task("a", "h", "* * * * * *")
+		d.Overlap = "allow"
+		_, err := tab.Apply(ctx, []cron.Task{d})
+		require.NoError(t, err)
+		time.Sleep(1500 * time.Millisecond) // the run of 1s is in flight: the drain waits for it
+		require.NoError(t, tab.Pause("a"))
+		var once sync.Once
+		cron.SetHoldHook(func(where, name string) {
+			if where == "start" {
+				once.Do(func() {
+					_, err := tab.Apply(ctx, nil)
+					assert.NoError(t, err)
+				})
+			}
+		})
+		defer cron.SetHoldHook(nil)
+		require.NoError(t, tab.Resume("a"))
+		removed := time.Now()
+		time.Sleep(5 * time.Second)
+		for _, r := range l.of("a") {
+			assert.True(t, r.start.Before(removed), "a run of the removed task started at %v", r.start)
+		}
+		require.NoError(t, tab.Stop(ctx))
+	})
+}
