@@ -370,19 +370,27 @@ func TestTableTasksReadsTheStore(t *testing.T) {
 	}
 }
 
-// Goroutines apply random sets, pause, resume and run tasks now, and list
-// them, while the tasks run, and Stop comes in the middle: nothing fails
-// but as documented, the inventory is always sorted and whole, and no task
+// Goroutines apply random sets (or write them to the Source the Table
+// follows), pause, resume and run tasks now, and list them, while the
+// tasks run, and Stop comes in the middle: nothing fails but as
+// documented, the inventory is always sorted and whole, and no task
 // overlaps itself. Without Stop, once the calls end, each task is paused
 // exactly when Tasks says so: its job follows the latest of the
-// concurrent Pauses, Resumes and Applies.
+// concurrent Pauses, Resumes and Applies; and, with a Source, when its
+// definition there says so.
 func TestTableControlsUnderConcurrency(t *testing.T) {
-	for _, stop := range []bool{true, false} {
-		t.Run(fmt.Sprint("stop=", stop), func(t *testing.T) {
+	for _, c := range []struct{ stop, source bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		stop := c.stop
+		t.Run(fmt.Sprintf("stop=%v/source=%v", c.stop, c.source), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var l ledger
 				tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 700*time.Millisecond)}, cron.WithLocation(time.UTC))
 				ctx := context.Background()
+				var defs *memDefs
+				if c.source {
+					defs = newMemDefs(task("a", "h", "* * * * * *"))
+					require.NoError(t, tab.Follow(ctx, defs.source()))
+				}
 				names := []string{"a", "b", "c", "d"}
 				random := func(r *rand.Rand) []cron.Task {
 					var defs []cron.Task
@@ -410,7 +418,11 @@ func TestTableControlsUnderConcurrency(t *testing.T) {
 							var err error
 							switch r.IntN(5) {
 							case 0:
-								_, err = tab.Apply(ctx, random(r))
+								if defs != nil {
+									defs.set(random(r))
+								} else {
+									_, err = tab.Apply(ctx, random(r))
+								}
 							case 1:
 								err = tab.Pause(name)
 							case 2:
@@ -446,6 +458,11 @@ func TestTableControlsUnderConcurrency(t *testing.T) {
 				for _, s := range ts {
 					before[s.Task.Name] = len(l.of(s.Task.Name))
 					assert.Equal(t, s.Task.Paused, s.Next.IsZero(), "%s: paused %v, next %v", s.Task.Name, s.Task.Paused, s.Next)
+					if defs != nil {
+						defs.mu.Lock()
+						assert.Equal(t, defs.tasks[s.Task.Name].Paused, s.Task.Paused, "%s: paused as the Source says", s.Task.Name)
+						defs.mu.Unlock()
+					}
 				}
 				time.Sleep(5 * time.Second)
 				for _, s := range ts {

@@ -70,6 +70,23 @@ func (d *memDefs) put(t cron.Task) {
 	d.version++
 }
 
+// set replaces the definitions with ts, keeping the Created of those
+// that were there.
+func (d *memDefs) set(ts []cron.Task) {
+	d.mu.Lock()
+	old := d.tasks
+	d.tasks = map[string]cron.Task{}
+	for _, t := range ts {
+		t.Created = old[t.Name].Created
+		if t.Created.IsZero() {
+			t.Created = time.Now().UTC()
+		}
+		d.tasks[t.Name] = t
+	}
+	d.version++
+	d.mu.Unlock()
+}
+
 func (d *memDefs) remove(name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
