@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func (t *Table) TasksContext(ctx context.Context) ([]TaskState, error) {
 	running := t.flying.counts(names)
 	lasts, err := lastOf(ctx, t.store, names)
 	if err != nil && len(names) > 0 {
-		err = errors.New("cron: Tasks: reading the last records: " + err.Error())
+		err = fmt.Errorf("cron: Tasks: reading the last records: %w", err)
 	}
 	ts := make([]TaskState, len(items))
 	for i, it := range items {
