@@ -5,11 +5,15 @@ go 1.25.0
 replace github.com/circulation-go/circulation => ../
 
 require (
+	github.com/adhocore/gronx v1.20.4
 	github.com/circulation-go/circulation v0.0.0
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/google/uuid v1.6.0
+	github.com/hashicorp/cronexpr v1.1.3
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/netresearch/go-cron v0.9.1
 	github.com/robfig/cron/v3 v3.0.1
+	github.com/stretchr/testify v1.12.1
 	github.com/zeromicro/go-zero v1.10.3
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.59.0
@@ -22,6 +26,7 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/ncruces/go-strftime v1.0.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	modernc.org/libc v1.75.7 // indirect

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -42,17 +43,23 @@ var misfireNames = map[schedule.Misfire]string{
 // compiled is a validated task, held compactly, since a Table holds one a
 // task and may hold a million: its definition but for its name, which the
 // Table holds it by, with its times as Unix seconds and nanoseconds and its
-// policies parsed, in 112 bytes where a Task takes 148. Its spec is read
+// policies parsed, in 128 bytes where a Task takes 216. Its spec is read
 // again, from the Table's specs, when a Schedule is made of it
 // (scheduleOf).
 type compiled struct {
 	handler, businessID, spec, zone string
 	startSec, endSec                int64 // the zero Time's, for no start or end
-	seen                            int64 // when the Table first loaded the task, in Unix ns: a Once task's anchor
-	startNsec, endNsec              int32
-	permanent, once                 bool
-	misfire                         schedule.Misfire
-	overlap                         schedule.Overlap
+	// seen is the task's Created, or, if it has none, when the Table
+	// first loaded it, in Unix ns: a Once task's anchor, and the time
+	// since which a task that has no record owes its slots (since).
+	seen               int64
+	timeout, backoff   int64 // time.Durations
+	startNsec, endNsec int32
+	attempts           int32
+	permanent, once    bool
+	paused             bool // the definition's Paused; the Table's entry says whether the task is paused
+	misfire            schedule.Misfire
+	overlap            schedule.Overlap
 }
 
 // start and end return the task's window; zero Times for an open side.
@@ -69,11 +76,26 @@ func instant(sec int64, nsec int32) time.Time {
 }
 
 // task returns the definition of c, the task name, with its defaults
-// spelled out: the misfire policy by name, the times in UTC.
+// spelled out: the policies by name, the times in UTC, Created as the time
+// the Table took for it.
 func (c *compiled) task(name string) Task {
 	return Task{Name: name, Handler: c.handler, BusinessID: c.businessID, Spec: c.spec, Zone: c.zone,
-		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once,
-		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire]}
+		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once, Paused: c.paused,
+		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire], Timeout: Duration(c.timeout),
+		Retry: Retry{Attempts: int(c.attempts), Backoff: Duration(c.backoff)}, Created: time.Unix(0, c.seen).UTC()}
+}
+
+// since returns the time since which the task has been scheduled: a job
+// of it that finds no record in the store owes the slots after it, by its
+// misfire policy. It is seen; for a Once task whose Start is earlier, the
+// instant before its Start, so that a task meant to run once runs even if
+// its one time passed before the Table first loaded it.
+func (c *compiled) since() time.Time {
+	s := time.Unix(0, c.seen)
+	if start := c.start(); c.once && !start.IsZero() && !start.After(s) {
+		s = start.Add(-1)
+	}
+	return s
 }
 
 // withSeen returns c with the anchor seen: c itself if it has it, or if
@@ -91,27 +113,77 @@ func (c *compiled) withSeen(seen int64, mine bool) *compiled {
 	return &d
 }
 
-// same reports whether d, an enabled definition, is the one c holds.
+// same reports whether d is the definition c holds. A zero Created is
+// the one c holds: the Table keeps the time it first loaded the task.
 func (c *compiled) same(d Task) bool {
 	m, ok := misfires[d.Misfire]
 	o, ok2 := overlaps[d.Overlap]
 	return ok && ok2 && m == c.misfire && o == c.overlap &&
 		c.handler == d.Handler && c.businessID == d.BusinessID && c.spec == d.Spec && c.zone == d.Zone &&
-		c.start().Equal(d.Start) && c.end().Equal(d.End) && c.permanent == d.Permanent && c.once == d.Once
+		c.start().Equal(d.Start) && c.end().Equal(d.End) && c.permanent == d.Permanent && c.once == d.Once &&
+		c.paused == d.Paused && c.timeout == int64(d.Timeout) && int(c.attempts) == d.Retry.Attempts && c.backoff == int64(d.Retry.Backoff) &&
+		(d.Created.IsZero() || (inNanos(d.Created) && c.seen == d.Created.UnixNano()))
 }
 
 // sameTimes reports whether a and b have the same times.
 func (c *compiled) sameTimes(b *compiled) bool {
 	return c.spec == b.spec && c.zone == b.zone && c.startSec == b.startSec && c.startNsec == b.startNsec &&
-		c.endSec == b.endSec && c.endNsec == b.endNsec && c.permanent == b.permanent && c.once == b.once
+		c.endSec == b.endSec && c.endNsec == b.endNsec && c.permanent == b.permanent && c.once == b.once &&
+		(!c.once || c.seen == b.seen) // a Once task's one time depends on seen
 }
 
+// A policy is what a task's job is made with and keeps for its life: a
+// task whose policy changes gets a new job. The jobs of one Apply with the
+// same policy share their settings (schedule.Preset).
+type policy struct {
+	overlap          schedule.Overlap
+	misfire          schedule.Misfire
+	attempts         int32 // 0 for no retry, else 2 or more
+	timeout, backoff int64
+}
+
+// policy returns c's, with the retries that make no difference left out:
+// an Attempts below 2, and its Backoff, mean no retry.
+func (c *compiled) policy() policy {
+	p := policy{overlap: c.overlap, misfire: c.misfire, timeout: c.timeout}
+	if c.attempts >= 2 {
+		p.attempts, p.backoff = c.attempts, c.backoff
+	}
+	return p
+}
+
+// options returns the job options of p.
+func (p policy) options() []schedule.Option {
+	opts := []schedule.Option{schedule.WithOverlap(p.overlap), schedule.WithMisfire(p.misfire)}
+	if p.timeout > 0 {
+		opts = append(opts, schedule.WithTimeout(time.Duration(p.timeout)))
+	}
+	if p.attempts >= 2 {
+		opts = append(opts, schedule.WithRetry(int(p.attempts), time.Duration(p.backoff)))
+	}
+	return opts
+}
+
+// aheadYears is how far ahead a task must have a time to run at.
+const aheadYears = 100
+
+// inNanos reports whether t is within the years that Unix nanoseconds
+// hold, 1678 to 2262.
+func inNanos(t time.Time) bool { return !t.Before(minNanos) && !t.After(maxNanos) }
+
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
+
 // compile validates d for t: its handler among t's, its spec read in t's
-// location unless it names a zone, its name one t's store can hold. A zone
-// is loaded once for every task (zone), and a spec read once for every
-// task of the Table with the same spec and location (t.specs).
-func (t *Table) compile(d Task) (*compiled, error) {
-	c, err := compile(d, t.handlers, t.loc, t.parse)
+// location unless it names a zone, its name one t's store can hold, and
+// some time to run at by now. A zone is loaded once for every task (zone),
+// and a spec read once for every task of the Table with the same spec and
+// location (t.specs). seen is when t first loaded the task, if it did, or
+// 0: the anchor of a Once task without Created.
+func (t *Table) compile(d Task, now time.Time, seen int64) (*compiled, error) {
+	c, err := compile(d, t.handlers, t.loc, t.parse, now, seen)
 	if err != nil {
 		return nil, err
 	}
@@ -123,52 +195,132 @@ func (t *Table) compile(d Task) (*compiled, error) {
 	return c, nil
 }
 
-// compile validates t against the handlers, reading its spec with parse in
-// loc unless it names a zone.
-func compile(t Task, handlers map[string]Handler, loc *time.Location, parse func(string, *time.Location) (schedule.Schedule, error)) (*compiled, error) {
+// compile validates d against the handlers, unless they are nil, reading
+// its spec with parse in loc unless it names a zone. A task must have a
+// time to run at: the first time of its spec in its window after now, no
+// more than 100 years ahead; a Once task, its one time, the first at or
+// after its Start, or else after its Created, or seen, or now, which may
+// have passed (its job owes it, by its misfire policy). The compiled task
+// has seen as its anchor, or Created if set.
+func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func(string, *time.Location) (schedule.Schedule, error), now time.Time, seen int64) (*compiled, error) {
 	fail := func(field string, err error) (*compiled, error) {
-		return nil, &TaskError{Task: t.Name, Field: field, Err: err}
+		return nil, &TaskError{Task: d.Name, Field: field, Err: err}
 	}
 	switch {
-	case t.Name == "":
+	case d.Name == "":
 		return fail("name", errors.New("empty"))
-	case len(t.Name) > MaxNameLen:
+	case len(d.Name) > MaxNameLen:
 		return fail("name", errors.New("longer than "+strconv.Itoa(MaxNameLen)+" bytes"))
-	case t.Handler == "":
+	case d.Handler == "":
 		return fail("handler", errors.New("empty"))
-	case handlers[t.Handler] == nil:
-		return fail("handler", errors.New("no handler "+strconv.Quote(clip(t.Handler))))
+	case handlers != nil && handlers[d.Handler] == nil:
+		return fail("handler", errors.New("no handler "+strconv.Quote(clip(d.Handler))))
 	}
-	if t.Zone != "" {
-		l, err := zone(t.Zone)
+	if d.Zone != "" {
+		l, err := zone(d.Zone)
 		if err != nil {
-			return fail("zone", errors.New("unknown zone "+strconv.Quote(clip(t.Zone))))
+			return fail("zone", errors.New("unknown zone "+strconv.Quote(clip(d.Zone))))
 		}
 		loc = l
 	}
-	if _, err := parse(t.Spec, loc); err != nil {
+	s, err := parse(d.Spec, loc)
+	if err != nil {
 		return fail("spec", err)
 	}
 	switch {
-	case !t.Permanent && t.End.IsZero():
+	case !d.Permanent && d.End.IsZero():
 		return fail("end", errors.New("required unless permanent"))
-	case t.Permanent && !t.End.IsZero():
+	case d.Permanent && !d.End.IsZero():
 		return fail("end", errors.New("set on a permanent task"))
-	case !t.End.IsZero() && !t.Start.IsZero() && t.End.Before(t.Start):
+	case !d.End.IsZero() && !d.Start.IsZero() && d.End.Before(d.Start):
 		return fail("end", errors.New("before start"))
+	case !d.End.IsZero() && d.End.Before(now):
+		return fail("end", errors.New(d.End.UTC().Format(time.RFC3339)+" has passed"))
 	}
-	m, ok := misfires[t.Misfire]
+	m, ok := misfires[d.Misfire]
 	if !ok {
-		return fail("misfire", errors.New("unknown policy "+strconv.Quote(clip(t.Misfire))+"; want run-once, skip or run-all"))
+		return fail("misfire", errors.New("unknown policy "+strconv.Quote(clip(d.Misfire))+"; want run-once, skip or run-all"))
 	}
-	o, ok := overlaps[t.Overlap]
+	o, ok := overlaps[d.Overlap]
 	if !ok {
-		return fail("overlap", errors.New("unknown policy "+strconv.Quote(clip(t.Overlap))+"; want skip, buffer-one, replace or allow"))
+		return fail("overlap", errors.New("unknown policy "+strconv.Quote(clip(d.Overlap))+"; want skip, buffer-one, replace or allow"))
 	}
-	c := &compiled{handler: t.Handler, businessID: t.BusinessID, spec: t.Spec, zone: t.Zone,
-		startSec: t.Start.Unix(), startNsec: int32(t.Start.Nanosecond()), endSec: t.End.Unix(), endNsec: int32(t.End.Nanosecond()),
-		permanent: t.Permanent, once: t.Once, misfire: m, overlap: o}
+	switch {
+	case d.Timeout < 0:
+		return fail("timeout", errors.New("negative: "+d.Timeout.String()))
+	case d.Retry.Attempts < 0:
+		return fail("retry.attempts", errors.New("negative: "+strconv.Itoa(d.Retry.Attempts)))
+	case d.Retry.Attempts > math.MaxInt32:
+		return fail("retry.attempts", errors.New("too many: "+strconv.Itoa(d.Retry.Attempts)))
+	case d.Retry.Backoff < 0:
+		return fail("retry.backoff", errors.New("negative: "+d.Retry.Backoff.String()))
+	case !d.Created.IsZero() && !inNanos(d.Created):
+		return fail("created", errors.New(d.Created.UTC().Format(time.RFC3339)+" is out of range: want a time from 1678 to 2262"))
+	}
+	c := &compiled{handler: d.Handler, businessID: d.BusinessID, spec: d.Spec, zone: d.Zone,
+		startSec: d.Start.Unix(), startNsec: int32(d.Start.Nanosecond()), endSec: d.End.Unix(), endNsec: int32(d.End.Nanosecond()),
+		permanent: d.Permanent, once: d.Once, paused: d.Paused, misfire: m, overlap: o,
+		timeout: int64(d.Timeout), attempts: int32(d.Retry.Attempts), backoff: int64(d.Retry.Backoff), seen: seen}
+	switch {
+	case !d.Created.IsZero():
+		c.seen = d.Created.UnixNano()
+	case seen == 0:
+		c.seen = now.UnixNano()
+	}
+	if err := c.runs(s, now); err != nil {
+		return fail("spec", err)
+	}
 	return c, nil
+}
+
+// runs returns an error if c, whose spec has the Schedule s, has no time
+// to run at: see compile.
+func (c *compiled) runs(s schedule.Schedule, now time.Time) error {
+	start, end := c.start(), c.end()
+	window := func() string {
+		switch {
+		case start.IsZero():
+			return "before its end, " + end.UTC().Format(time.RFC3339)
+		case end.IsZero():
+			return "after its start, " + start.UTC().Format(time.RFC3339)
+		}
+		return "between its start and end, " + start.UTC().Format(time.RFC3339) + " and " + end.UTC().Format(time.RFC3339)
+	}
+	if c.once {
+		from := time.Unix(0, c.seen)
+		if !start.IsZero() {
+			from = start.Add(-1)
+		}
+		at := s.Next(from)
+		switch {
+		case at.IsZero() || at.After(later(from, now).AddDate(aheadYears, 0, 0)):
+			return errors.New("no time in the " + strconv.Itoa(aheadYears) + " years after " + from.UTC().Format(time.RFC3339))
+		case !end.IsZero() && at.After(end):
+			return errors.New("its one time, " + at.UTC().Format(time.RFC3339) + ", is after its end, " + end.UTC().Format(time.RFC3339))
+		}
+		return nil
+	}
+	from := now
+	if !start.IsZero() && start.After(now) {
+		from = start.Add(-1)
+	}
+	at := s.Next(from)
+	switch {
+	case at.IsZero() && start.IsZero() && end.IsZero():
+		return errors.New("no time in the next " + strconv.Itoa(aheadYears) + " years")
+	case at.IsZero() || (!end.IsZero() && at.After(end)):
+		return errors.New("no time " + window())
+	case at.After(now.AddDate(aheadYears, 0, 0)):
+		return errors.New("no time in the next " + strconv.Itoa(aheadYears) + " years")
+	}
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // specKey is a spec read in a location.

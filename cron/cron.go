@@ -19,8 +19,13 @@
 // The schedules are immutable and safe for concurrent use.
 //
 // A Table runs tasks that users define, each a Task with a spec, a window,
-// run-once, overlap and missed-run policies and a named Handler, as
-// schedule.Jobs, and applies changed definitions while they run.
+// run-once, overlap, missed-run, timeout and retry policies and a named
+// Handler, as schedule.Jobs, and applies changed definitions while they
+// run. It refuses a definition that cannot run (Task.Validate), lists its
+// tasks with their next run and last record (Table.Tasks), runs, pauses
+// and resumes one on demand, and may follow a Source of definitions that
+// every replica reads (Table.Follow). DecodeTasks reads definitions from
+// JSON, refusing a field that Task does not have.
 //
 // See DESIGN.md for how the rules were chosen and what other parsers do.
 package cron

@@ -148,6 +148,7 @@ var describeTests = []struct{ spec, want string }{
 }
 
 func TestDescribe(t *testing.T) {
+	assert.GreaterOrEqual(t, len(describeTests), 60, "Describe is tested on 60 specs at least")
 	for _, c := range describeTests {
 		got, err := cron.Describe(c.spec)
 		require.NoError(t, err, c.spec)

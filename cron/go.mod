@@ -3,11 +3,7 @@ module github.com/circulation-go/circulation/cron
 go 1.25
 
 require (
-	github.com/adhocore/gronx v1.20.4
 	github.com/circulation-go/circulation v0.0.0
-	github.com/hashicorp/cronexpr v1.1.3
-	github.com/netresearch/go-cron v0.9.1
-	github.com/robfig/cron/v3 v3.0.1
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )

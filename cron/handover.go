@@ -8,17 +8,21 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// handover returns the Store of a job that a Table makes at since: s,
-// except that when s has no record of the job, Last reports one due at
-// since. A job starts from its last record, applying its misfire policy
-// to the slots after it, and catches up nothing without one; but a job
-// that replaces another starts only once that one has stopped, and a slot
-// that fell due meanwhile was neither's. So the job of a task that never
-// ran yet takes the slots after the Apply that made it as missed, as it
-// does those after a real record. The result is a LeaseStore if s is one.
-func handover(s schedule.Store, since time.Time) schedule.Store {
-	h := handoverStore{Store: s, since: since.Round(0)}
-	if ls, ok := s.(schedule.LeaseStore); ok {
+// handover returns the Store of t's jobs: t.store, except that when it has
+// no record of a task's job, Last reports one due at the time since which
+// the task has been scheduled (compiled.since: its Created,
+// or when t first loaded it). A job starts from its last record, applying
+// its misfire policy to the slots after it; so a task that has not run
+// yet owes the slots due since it was defined, as schedule.WithSince
+// says, without a config of its own for each job: a million jobs share a
+// few (schedule.Preset). That covers a job that replaces another, which
+// starts only once that one has stopped: a slot that fell due meanwhile
+// was neither's, and is owed. On a schedule.SinceStore, the time is
+// recorded there, and the earliest recorded taken, so that it survives a
+// restart. The result is a LeaseStore if t.store is one.
+func handover(t *Table) schedule.Store {
+	h := handoverStore{Store: t.store, t: t}
+	if ls, ok := t.store.(schedule.LeaseStore); ok {
 		return handoverLeaseStore{h, ls}
 	}
 	return h
@@ -26,15 +30,31 @@ func handover(s schedule.Store, since time.Time) schedule.Store {
 
 type handoverStore struct {
 	schedule.Store
-	since time.Time
+	t *Table
 }
 
 func (s handoverStore) Last(ctx context.Context, job string) (schedule.Record, error) {
 	r, err := s.Store.Last(ctx, job)
 	if errors.Is(err, schedule.ErrNoRecord) {
-		return schedule.Record{Job: job, Due: s.since, Status: schedule.Skipped}, nil
+		at, ok := s.t.since(job)
+		if !ok {
+			return r, err
+		}
+		return s.since(ctx, job, at)
 	}
 	return r, err
+}
+
+// since returns the record that stands for no record of job, a task
+// scheduled since at.
+func (s handoverStore) since(ctx context.Context, job string, at time.Time) (schedule.Record, error) {
+	if ss, ok := s.Store.(schedule.SinceStore); ok {
+		var err error
+		if at, err = ss.Since(ctx, job, at); err != nil {
+			return schedule.Record{}, err
+		}
+	}
+	return schedule.Record{Job: job, Due: at.Round(0), Status: schedule.Skipped}, nil
 }
 
 // CheckJob is the Store's, if it checks job names.
@@ -76,26 +96,91 @@ func (s handoverLeaseStore) Reclaim(ctx context.Context, job, node string) (sche
 // and one by one if not, with the handover's record for those that have
 // none.
 func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]schedule.Record, error) {
-	m := map[string]schedule.Record{}
-	if lr, ok := s.Store.(schedule.LastReader); ok {
-		var err error
-		if m, err = lr.LastOf(ctx, jobs); err != nil {
+	m, err := lastOf(ctx, s.Store, jobs)
+	if err != nil {
+		return nil, err
+	}
+	var none []string
+	for _, j := range jobs {
+		if _, ok := m[j]; !ok {
+			none = append(none, j)
+		}
+	}
+	ats := make(map[string]time.Time, len(none))
+	for i, at := range s.t.sinceAll(none) {
+		if !at.IsZero() {
+			ats[none[i]] = at.Round(0)
+		}
+	}
+	if ss, ok := s.Store.(schedule.SinceStore); ok && len(ats) > 0 {
+		// The earliest times recorded, in one call for all the jobs.
+		got, err := ss.SinceOf(ctx, ats)
+		if err != nil {
 			return nil, err
 		}
-	} else {
-		for _, j := range jobs {
-			r, err := s.Store.Last(ctx, j)
-			switch {
-			case err == nil:
-				m[j] = r
-			case !errors.Is(err, schedule.ErrNoRecord):
-				return nil, err
+		for job, at := range got {
+			if _, ok := ats[job]; ok && !at.IsZero() {
+				ats[job] = at
 			}
 		}
 	}
+	for job, at := range ats {
+		m[job] = schedule.Record{Job: job, Due: at.Round(0), Status: schedule.Skipped}
+	}
+	return m, nil
+}
+
+// Retry is the Store's, if it is a schedule.RetryStore; on any other
+// Store, the retries of a run keep its first claim, and Retry records
+// nothing.
+func (s handoverStore) Retry(ctx context.Context, r schedule.Record) error {
+	if rs, ok := s.Store.(schedule.RetryStore); ok {
+		return rs.Retry(ctx, r)
+	}
+	return nil
+}
+
+// Note is the Store's, if it is a schedule.NoteStore; on any other Store,
+// it records each of rs with Claim and Finish, as a Job does.
+func (s handoverStore) Note(ctx context.Context, rs []schedule.Record) error {
+	if ns, ok := s.Store.(schedule.NoteStore); ok {
+		return ns.Note(ctx, rs)
+	}
+	for _, r := range rs {
+		if err := s.Store.Claim(ctx, r); err == nil {
+			if err := s.Store.Finish(ctx, r); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, schedule.ErrClaimed) {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	_ schedule.RetryStore = handoverStore{}
+	_ schedule.NoteStore  = handoverStore{}
+)
+
+// lastOf returns the last record of each of jobs that has one in s: in one
+// call if s is a LastReader, one by one if not.
+func lastOf(ctx context.Context, s schedule.Store, jobs []string) (map[string]schedule.Record, error) {
+	if lr, ok := s.(schedule.LastReader); ok {
+		m, err := lr.LastOf(ctx, jobs)
+		if m == nil && err == nil {
+			m = map[string]schedule.Record{}
+		}
+		return m, err
+	}
+	m := make(map[string]schedule.Record, len(jobs))
 	for _, j := range jobs {
-		if _, ok := m[j]; !ok {
-			m[j] = schedule.Record{Job: j, Due: s.since, Status: schedule.Skipped}
+		r, err := s.Last(ctx, j)
+		switch {
+		case err == nil:
+			m[j] = r
+		case !errors.Is(err, schedule.ErrNoRecord):
+			return nil, err
 		}
 	}
 	return m, nil

@@ -39,7 +39,8 @@ func WithStore(s schedule.Store) TableOption {
 // WithJobOptions adds options to every task's schedule.Job, such as
 // schedule.WithScheduler (one wheel for all tasks), schedule.WithObserver
 // or schedule.WithTimeout. The Table sets WithStore, WithOverlap and
-// WithMisfire itself: such options here are overridden.
+// WithMisfire itself, and WithTimeout and WithRetry for a task whose
+// Timeout or Retry is set: such options here are overridden.
 func WithJobOptions(opts ...schedule.Option) TableOption {
 	return tableOption(func(t *Table) { t.jobOpts = append(t.jobOpts, opts...) })
 }

@@ -17,7 +17,9 @@ type Handler func(ctx context.Context, businessID string, r schedule.Run) error
 
 // A Table runs user-defined tasks, one schedule.Job each, and applies
 // changed sets of definitions while they run: Apply changes only what
-// changed.
+// changed. It reports what it runs (Tasks), runs, pauses and resumes a
+// task on demand (RunNow, Pause, Resume), and may follow a Source of
+// definitions that replicas share (Follow).
 //
 // All its jobs share one Store, so that a job that replaces another of the
 // same name neither runs a slot the other ran nor misses one: it starts
@@ -31,7 +33,8 @@ type Table struct {
 	handlers map[string]Handler
 	loc      *time.Location
 	store    schedule.Store
-	flying   *tracker // the runs in flight of every job, by name
+	flying   *tracker       // the runs in flight of every job, by name
+	hand     schedule.Store // store, as the jobs see it (handover)
 	jobOpts  []schedule.Option
 
 	specs  sync.Map     // the Schedules of the specs read, by specKey: a spec the tasks share is read once
@@ -44,6 +47,9 @@ type Table struct {
 	stopped  bool
 	gen      uint32         // the latest Apply's
 	bg       sync.WaitGroup // drains, and starts waiting for them; added to holding mu, while not stopped
+	follow   *follower      // the Source followed, once Follow has read it; nil if none
+	joining  bool           // a Follow is under way
+	controls uint64         // counts the Pauses and Resumes made on the Source followed
 }
 
 // An entry is a task loaded in a Table: its job and its definition. It
@@ -55,6 +61,7 @@ type entry struct {
 	after   *entry                   // the previous entry of the name, whose job must stop before this one starts
 	applied uint32                   // the latest Apply whose definitions named the task; guarded by Table.mu
 	done    bool                     // its job has stopped, and after's has; guarded by Table.mu
+	held    bool                     // the task is paused: its job is to be paused (hold); guarded by Table.mu
 	stopped chan struct{}            // closed when done, made by the first who waits; guarded by Table.mu
 }
 
@@ -84,37 +91,60 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 	if t.store == nil {
 		t.store = schedule.NewMemoryStore(100)
 	}
+	t.hand = handover(t)
 	return t
 }
 
-// Apply makes the Table run the enabled tasks of defs, and only those,
-// changing only what differs from what it runs:
+// Apply makes the Table run the tasks of defs, and only those, changing
+// only what differs from what it runs:
 //
-//   - a new task starts;
+//   - a new task starts (paused, if its definition says so);
 //   - a task whose times changed (spec, zone, start, end, permanent,
 //     once) takes them at once: its next run is the first of the new
 //     times after now;
 //   - a task whose handler or business id changed runs with them from
 //     its next run;
-//   - a task that is absent or disabled stops: its slots stop falling
-//     due at once, its run in flight goes on, not cancelled, and its job
-//     stops when that run has returned;
-//   - a task whose overlap or misfire policy changed gets a new job,
-//     which starts when the old one has stopped, as above, and applies
-//     its misfire policy to the slots missed meanwhile. So does a task
-//     removed and added again while its run is in flight.
+//   - a task whose Paused changed is paused or resumed, as Pause and
+//     Resume do; a task paused by Pause stays paused through the Applies
+//     that leave its Paused as it was;
+//   - a task that is absent stops: its slots stop falling due at once,
+//     its run in flight goes on, not cancelled, and its job stops when
+//     that run has returned;
+//   - a task whose overlap, misfire, timeout or retry policy changed gets
+//     a new job, which starts when the old one has stopped, as above, and
+//     applies its misfire policy to the slots missed meanwhile. So does a
+//     task removed and added again while its run is in flight.
+//
+// A task that has no record in the store yet owes the slots due since its
+// Created, or, without one, since the Table first loaded it, by its
+// misfire policy: a new task, or one whose job is replaced before it ran,
+// loses no slot for want of a record.
 //
 // Apply does not wait for runs in flight. A definition that is not valid
-// gets a *TaskError, joined with the others in the returned error; the
-// Table keeps running the task's previous definition, if any. ctx bounds
-// the reads of the store by the jobs that start. Concurrent calls take
-// effect one after the other, in some order; Handlers and Observers may
-// call Apply, and the Table's other methods: Apply calls no Observer while
-// it holds the Table's lock. If the tasks' Scheduler refuses their timers
-// (a stopped wheel.Wheel), Apply carries out the whole change, then passes
-// the Scheduler's panic on to its caller; the Table stays usable, and
-// Stop returns.
+// (see Task.Validate; its Handler must also be one of the Table's, and its
+// Name one the Store can hold) gets a *TaskError, joined with the others
+// in the returned error; the Table keeps running the task's previous
+// definition, if any. A definition is checked when it is new or changed:
+// a task whose End passes while it is loaded stays loaded, with no run
+// left, until its definition changes or goes. ctx bounds the reads of the
+// store by the jobs that start. Concurrent calls take effect one after
+// the other, in some order; Handlers and Observers may call Apply, and the
+// Table's other methods: Apply calls no Observer while it holds the
+// Table's lock. If the tasks' Scheduler refuses their timers (a stopped
+// wheel.Wheel), Apply carries out the whole change, then passes the
+// Scheduler's panic on to its caller; the Table stays usable, and Stop
+// returns.
 func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
+	return t.apply(ctx, defs, false, 0)
+}
+
+// apply is Apply. With fromSource, defs are the Source's, read when
+// t.controls was epoch: if no Pause or Resume changed the Source since,
+// each task is paused exactly when its definition says so, whatever
+// Pause and Resume did here (the Source is where they act). Otherwise, a
+// Pause or Resume here holds until the definition's Paused changes, so
+// that a read of the Source older than a Pause does not undo it.
+func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch uint64) (Changes, error) {
 	// Read the definitions in force, so that an unchanged definition is
 	// not compiled again: with a million tasks, only what changed costs.
 	t.mu.Lock()
@@ -129,31 +159,31 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 		}
 	}
 	t.mu.Unlock()
+	now := time.Now()
 	var errs []error
-	want := make([]*compiled, len(defs)) // nil: disabled, or not valid (then bad)
-	bad := make([]bool, len(defs))
+	want := make([]*compiled, len(defs)) // nil: not valid
 	for i, d := range defs {
-		switch {
-		case d.Paused: // for now as if absent; a paused job replaces this
-		case cur[i] != nil && cur[i].same(d):
+		if cur[i] != nil && cur[i].same(d) {
 			want[i] = cur[i]
-		default:
-			c, err := t.compile(d)
-			if err != nil {
-				errs = append(errs, err)
-				bad[i] = true
-				continue
-			}
-			want[i] = c
+			continue
 		}
+		var seen int64
+		if cur[i] != nil {
+			seen = cur[i].seen
+		}
+		c, err := t.compile(d, now, seen)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		want[i] = c
 	}
 
 	// Decide, holding t.mu, so that each Apply sees the one before whole.
 	// The jobs are paused, rescheduled and started after, not holding it:
 	// their Observers may call the Table.
-	now := time.Now()
 	var ch Changes
-	var drains, starts, moves []*entry
+	var drains, starts, moves, holds []*entry
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -161,7 +191,8 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 	}
 	t.gen++
 	gen := t.gen
-	presets := map[[2]uint8]schedule.Option{}
+	enforce := fromSource && t.controls == epoch
+	presets := map[policy]schedule.Option{}
 	var fresh map[string]bool // the names without an entry that came, to find a second definition
 	for i, d := range defs {
 		name := d.Name
@@ -179,38 +210,51 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			}
 			fresh[name] = true
 			if c != nil {
-				c = c.withSeen(now.UnixNano(), c != cur[i])
-				starts = append(starts, t.newEntryLocked(name, c, now, presets))
+				if d.Created.IsZero() {
+					c = c.withSeen(now.UnixNano(), c != cur[i]) // new to the Table: loaded now
+				}
+				e = t.newEntryLocked(name, c, c.paused, presets)
+				starts = append(starts, e)
 				ch.Added = append(ch.Added, name)
-				t.tasks[name].applied = gen
+				e.applied = gen
 			}
 			continue
 		}
 		e.applied = gen
+		if c == nil {
+			continue // not valid: the previous definition stays in force
+		}
 		old := e.c.Load()
-		if c != nil && c != old {
+		if c != old && d.Created.IsZero() {
 			// A Once task keeps the time the Table first loaded it.
 			c = c.withSeen(old.seen, c != cur[i])
 		}
+		held := e.held
+		if c.paused != old.paused || enforce {
+			held = c.paused // the definition's change wins over Pause and Resume
+		}
 		switch {
-		case bad[i]: // not valid: the previous definition stays in force
-		case c == nil:
-			ch.Removed = append(ch.Removed, name)
-			delete(t.tasks, name)
-			drains = append(drains, e)
 		case c == old:
-		case c.overlap != old.overlap || c.misfire != old.misfire:
+			if held != e.held {
+				e.held = held
+				holds = append(holds, e)
+			}
+		case c.policy() != old.policy():
 			ch.Changed = append(ch.Changed, name)
 			drains = append(drains, e)
-			starts = append(starts, t.newEntryLocked(name, c, now, presets))
-			t.tasks[name].applied = gen
-		case !c.sameTimes(old):
-			ch.Changed = append(ch.Changed, name)
-			e.c.Store(c)
-			moves = append(moves, e)
+			e = t.newEntryLocked(name, c, held, presets)
+			starts = append(starts, e)
+			e.applied = gen
 		default:
 			ch.Changed = append(ch.Changed, name)
 			e.c.Store(c)
+			if !c.sameTimes(old) {
+				moves = append(moves, e)
+			}
+			if held != e.held {
+				e.held = held
+				holds = append(holds, e)
+			}
 		}
 	}
 	for name, e := range t.tasks {
@@ -238,9 +282,9 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 	t.mu.Unlock()
 
 	// A Scheduler that refuses timers (a stopped wheel.Wheel) makes
-	// SetSchedule and Start panic. The Apply is carried out all the same,
-	// so that the Table stays whole, and the first panic then reaches the
-	// caller, as schedule.WithScheduler promises.
+	// SetSchedule, Resume and Start panic. The Apply is carried out all
+	// the same, so that the Table stays whole, and the first panic then
+	// reaches the caller, as schedule.WithScheduler promises.
 	var refused any
 	refuse := func() {
 		if v := recover(); v != nil && refused == nil {
@@ -262,9 +306,26 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 			t.reschedule(e)
 		}()
 	}
+	for _, e := range holds {
+		func() {
+			defer refuse()
+			t.hold(e)
+		}()
+	}
 	byJob := map[*schedule.Job]*entry{}
 	var jobs []*schedule.Job
 	for _, e := range starts {
+		// A paused task's job starts paused. Pause or Resume may have
+		// changed e.held since: hold follows the latest.
+		t.mu.Lock()
+		held := e.held
+		t.mu.Unlock()
+		if held {
+			func() {
+				defer refuse()
+				t.hold(e)
+			}()
+		}
 		if e.after != nil {
 			go t.startAfter(context.WithoutCancel(ctx), e)
 			continue
@@ -321,13 +382,13 @@ func (t *Table) reschedule(e *entry) {
 	}
 }
 
-// newEntryLocked makes an entry for c, the task name, with its job not
-// started, the task's in t.tasks. It is to start once the previous entry of
-// the name, if any, has stopped, and owes the slots after now. The jobs of
-// one Apply with the same policies share their settings
-// (schedule.Preset), made once in presets. The caller holds t.mu.
-func (t *Table) newEntryLocked(name string, c *compiled, now time.Time, presets map[[2]uint8]schedule.Option) *entry {
-	e := &entry{t: t, after: t.tasks[name]} // replaced: drains has it
+// newEntryLocked makes an entry for c, the task name, paused if held,
+// with its job not started, the task's in t.tasks. It is to start once the
+// previous entry of the name, if any, has stopped. The jobs of one Apply
+// with the same policy share their settings (schedule.Preset), made once
+// in presets. The caller holds t.mu.
+func (t *Table) newEntryLocked(name string, c *compiled, held bool, presets map[policy]schedule.Option) *entry {
+	e := &entry{t: t, after: t.tasks[name], held: held} // replaced: drains has it
 	if e.after == nil {
 		e.after = t.last[name] // removed earlier, and draining
 	}
@@ -336,11 +397,10 @@ func (t *Table) newEntryLocked(name string, c *compiled, now time.Time, presets 
 	}
 	t.tasks[name] = e
 	e.c.Store(c)
-	key := [2]uint8{uint8(c.overlap), uint8(c.misfire)}
+	key := c.policy()
 	p := presets[key]
 	if p == nil {
-		p = schedule.Preset(append(slices.Clip(t.jobOpts),
-			schedule.WithStore(handover(t.store, now)), schedule.WithOverlap(c.overlap), schedule.WithMisfire(c.misfire))...)
+		p = schedule.Preset(append(append(slices.Clip(t.jobOpts), schedule.WithStore(t.hand)), key.options()...)...)
 		presets[key] = p
 	}
 	e.job = schedule.NewJob(name, t.scheduleOf(c), e.run, p)
@@ -434,9 +494,10 @@ func (t *Table) Next(name string) (time.Time, bool) {
 
 // Stop stops every task, as schedule.Job.Stop does: no slot falls due
 // any more, the runs in flight are cancelled, also those of removed tasks,
-// and Stop waits for them to return. It returns nil then, or ctx.Err() if
-// ctx is done first. Apply then returns ErrTableStopped, also when a
-// Handler that Stop cancelled calls it.
+// and Stop waits for them to return. It ends the following of a Source
+// (Follow) too, and waits for its look under way. It returns nil then, or
+// ctx.Err() if ctx is done first. Apply then returns ErrTableStopped, also
+// when a Handler that Stop cancelled calls it.
 func (t *Table) Stop(ctx context.Context) error {
 	t.mu.Lock()
 	t.stopped = true
@@ -447,7 +508,12 @@ func (t *Table) Stop(ctx context.Context) error {
 	for e := range t.draining {
 		jobs = append(jobs, e.job)
 	}
+	f := t.follow
 	t.mu.Unlock()
+	var followed error
+	if f != nil {
+		followed = f.stop(ctx) // a look under way finds the Table stopped
+	}
 	// Every job is stopped, and its runs cancelled, at once (a Stop with a
 	// context that is done already does that and returns); then they are
 	// waited for 64 at a time: a Table of a million tasks makes no million
@@ -478,7 +544,7 @@ func (t *Table) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, followed)...)
 }
 
 // unjoin returns the errors err joins, or err alone.
@@ -491,16 +557,3 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
-
-// Tasks returns every task t runs, sorted by name.
-func (t *Table) Tasks() []TaskState { panic("cron: Tasks: not yet") }
-
-// RunNow runs the task name at once, as a Manual run under its overlap
-// policy.
-func (t *Table) RunNow(name string) error { panic("cron: RunNow: not yet") }
-
-// Pause pauses the task name.
-func (t *Table) Pause(name string) error { panic("cron: Pause: not yet") }
-
-// Resume resumes the task name.
-func (t *Table) Resume(name string) error { panic("cron: Resume: not yet") }

@@ -92,3 +92,27 @@ func BenchmarkTable(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTableTasks measures Tasks on a Table of 100,000 tasks, on the
+// default Store (a schedule.MemoryStore, read one task at a time): the
+// inventory sorted by name, each task's definition, next run, last record
+// and runs in flight.
+//
+//	cd cron && go test -run '^$' -bench '^BenchmarkTableTasks$' -benchtime 10x -count 1 .
+func BenchmarkTableTasks(b *testing.B) {
+	const n = 100_000
+	w := wheel.New()
+	defer w.Stop()
+	tab := cron.NewTable(map[string]cron.Handler{"h": func(context.Context, string, schedule.Run) error { return nil }},
+		cron.WithLocation(time.UTC), cron.WithJobOptions(schedule.WithScheduler(w)))
+	if _, err := tab.Apply(context.Background(), tableTasks(n, 0)); err != nil {
+		b.Fatal(err)
+	}
+	defer tab.Stop(context.Background())
+	b.ReportAllocs()
+	for b.Loop() {
+		if ts := tab.Tasks(); len(ts) != n {
+			b.Fatalf("%d tasks, want %d", len(ts), n)
+		}
+	}
+}

@@ -145,17 +145,19 @@ func TestTableApply(t *testing.T) {
 		defs[2].Paused = true
 		ch, err := tab.Apply(ctx, defs)
 		require.NoError(t, err)
-		assert.Equal(t, cron.Changes{Added: []string{"one", "two"}}, ch)
+		assert.Equal(t, cron.Changes{Added: []string{"off", "one", "two"}}, ch)
 		next, ok := tab.Next("one")
 		assert.True(t, ok)
 		assert.Equal(t, t0.Add(10*time.Second), next)
-		_, ok = tab.Next("off")
-		assert.False(t, ok)
+		next, ok = tab.Next("off")
+		assert.True(t, ok, "a paused task is loaded")
+		assert.Zero(t, next, "a paused task has no next run")
 
 		time.Sleep(65 * time.Second)
 		synctest.Wait()
 		assert.Len(t, l.of("one"), 6)
 		assert.Len(t, l.of("two"), 1)
+		assert.Empty(t, l.of("off"))
 		assert.Equal(t, "b-one", l.of("one")[0].business)
 
 		// The same set again: nothing changes.

@@ -11,7 +11,14 @@ import (
 
 // A Task is the definition of a user-defined scheduled task, as a service
 // keeps it in a table and loads it into a [Table]. Its JSON form uses the
-// names in the tags.
+// names in the tags; DecodeTasks reads a list of them. The zero value of
+// each field but Name, Handler, Spec and End (or Permanent) is the usual
+// default: a task runs unless Paused, skips a slot that falls due while
+// it runs, catches up its latest missed slot, and has no timeout and no
+// retry.
+//
+// A definition that cannot run is refused, by Validate and by
+// Table.Apply, with a *TaskError naming the field at fault: see Validate.
 type Task struct {
 	// Name identifies the task in the Table, its Job and its records.
 	Name string `json:"name"`
@@ -35,8 +42,9 @@ type Task struct {
 	// Once makes the task run once: at the first time of Spec at or after
 	// Start, or, without a Start, after the Table first loaded the task.
 	Once bool `json:"once,omitempty"`
-	// Paused keeps the task loaded, in the Table's inventory, but runs
-	// none of its slots until it is resumed: they are Missed.
+	// Paused keeps the task loaded, in the Table's inventory, with its
+	// job, but runs none of its slots until it is resumed: they pass
+	// without a run, and are not caught up after (schedule.Job.Pause).
 	Paused bool `json:"paused,omitempty"`
 	// Overlap says what happens when a slot falls due while a run of the
 	// task is in flight: "skip" (the default, schedule.OverlapSkip),
@@ -47,21 +55,27 @@ type Task struct {
 	// schedule.MisfireRunOnce), "skip" (schedule.MisfireSkip) or "run-all"
 	// (schedule.MisfireRunAll).
 	Misfire string `json:"misfire,omitempty"`
-	// Timeout bounds each run: its context is cancelled after it
-	// (schedule.WithTimeout). Zero means no bound.
+	// Timeout bounds each run: its context is cancelled after it, and
+	// the run is Failed (schedule.WithTimeout). Zero means no bound, or
+	// the Table's (WithJobOptions); it must not be negative.
 	Timeout Duration `json:"timeout,omitzero"`
-	// Retry runs a failed slot again (schedule.WithRetry).
+	// Retry runs a failed slot again within its slot (schedule.WithRetry).
+	// The zero Retry means no retry, or the Table's (WithJobOptions).
 	Retry Retry `json:"retry,omitzero"`
 	// Created is when the task was first defined: a task that has no
-	// record owes the slots due from then on, by its Misfire policy
-	// (schedule.WithSince). Zero means when the Table first loaded it. A
-	// Source sets it.
+	// record in the store owes the slots due after then, by its Misfire
+	// policy, as schedule.WithSince says, so that a task defined while no
+	// process ran it does not lose its first slots. It is also the anchor
+	// of a Once task without Start. Zero means when the Table first loaded
+	// the task, in this process. A Source sets it.
 	Created time.Time `json:"created,omitzero"`
 }
 
 // Retry is a task's retry policy: up to Attempts runs of a slot in all,
 // the first retry Backoff after a failure, each next one after twice the
-// pause before it. Attempts below 2 means no retry.
+// pause before it (schedule.WithRetry). Attempts below 2 means no retry;
+// neither may be negative. Its JSON form is {"attempts": 3, "backoff":
+// "10s"}.
 type Retry struct {
 	Attempts int      `json:"attempts,omitempty"`
 	Backoff  Duration `json:"backoff,omitzero"`
@@ -73,10 +87,11 @@ type Duration time.Duration
 
 // A Source holds task definitions that a Table follows (Table.Follow),
 // such as the definitions table of schedule/sqlstore: every replica's Table
-// following one Source runs the same tasks.
+// following one Source runs the same tasks. Its methods must be safe for
+// concurrent use.
 type Source interface {
-	// Tasks returns every definition, and the version of the set they
-	// form.
+	// Tasks returns every definition, with its Created set to when it
+	// was first saved, and the version of the set they form.
 	Tasks(ctx context.Context) ([]Task, int64, error)
 	// Version returns the version of the set of definitions: a number that
 	// changes whenever a definition does. It is called often, and should
@@ -94,27 +109,47 @@ type Source interface {
 
 // TaskState is a task a Table runs, as Table.Tasks reports it.
 type TaskState struct {
-	Task    Task            // the definition in force
-	Next    time.Time       // zero if no run is left
-	Last    schedule.Record // the latest record in the store; zero if none
-	Running int             // runs in flight
+	// Task is the definition in force, with its defaults spelled out:
+	// its policies by name, its times in UTC, Created as the time the
+	// Table took for it. Its Paused says whether the task is paused, by
+	// its definition or by Table.Pause.
+	Task Task
+	// Next is the time of the task's next slot; zero if the task is
+	// paused, has no run left, or its job waits for the job it replaces
+	// to stop (see Table.Apply).
+	Next time.Time
+	// Last is the record with the latest Due in the Table's Store: the
+	// latest slot's outcome, or a run in flight (Running); zero if none.
+	Last schedule.Record
+	// Running counts the task's runs in flight: the calls of its Handler
+	// that have not returned.
+	Running int
 }
 
-// ErrUnknownTask is returned by RunNow, Pause and Resume for a name the
-// Table does not run.
+// ErrUnknownTask is wrapped by the errors of RunNow, Pause and Resume for
+// a name the Table does not run, and of Source.SetPaused for a name the
+// Source does not hold.
 var ErrUnknownTask = errors.New("cron: unknown task")
 
 // A TaskError reports a task definition that a Table cannot load: the
-// task, its field at fault (named as in JSON), and why. Its message quotes
-// at most 64 bytes of each text of the definition.
+// task, its field at fault (named as in JSON: "spec", "retry.attempts"),
+// and why. Its message quotes at most 64 bytes of each text of the
+// definition; for DecodeTasks, it gives the definition's index in the
+// array too.
 type TaskError struct {
 	Task  string
 	Field string
 	Err   error
+
+	index int // DecodeTasks': the definition's index in its array, plus one; 0 for none
 }
 
 func (e *TaskError) Error() string {
-	return "cron: task " + strconv.Quote(clip(e.Task)) + ": " + e.Field + ": " + e.Err.Error()
+	s := "cron: task " + strconv.Quote(clip(e.Task))
+	if e.index > 0 {
+		s += " at index " + strconv.Itoa(e.index-1)
+	}
+	return s + ": " + e.Field + ": " + e.Err.Error()
 }
 
 func (e *TaskError) Unwrap() error { return e.Err }
@@ -130,23 +165,56 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 // UnmarshalText reads a duration as time.ParseDuration does ("90s",
 // "1h30m"), and refuses a negative one.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := parseDuration(string(b))
 	if err != nil {
-		return errors.New("cron: duration " + strconv.Quote(clip(string(b))) + ": want a duration such as \"90s\" or \"1h30m\"")
+		return errors.New("cron: duration " + err.Error())
 	}
-	if v < 0 {
-		return errors.New("cron: duration " + strconv.Quote(clip(string(b))) + " is negative")
-	}
-	*d = Duration(v)
+	*d = v
 	return nil
 }
 
-// Validate checks t as a Table's Apply does, but for its Handler, which
-// only needs a name here: a store of definitions calls it before it saves
-// one. Its error is a *TaskError naming the field.
-func (t Task) Validate() error {
-	_, err := compile(t, map[string]Handler{t.Handler: anyHandler}, time.UTC, Parse)
-	return err
+// parseDuration reads s as time.ParseDuration does, and refuses a negative
+// duration, with an error that quotes s.
+func parseDuration(s string) (Duration, error) {
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, errors.New(strconv.Quote(clip(s)) + ": want a duration such as \"90s\" or \"1h30m\"")
+	case v < 0:
+		return 0, errors.New(strconv.Quote(clip(s)) + " is negative")
+	}
+	return Duration(v), nil
 }
 
-func anyHandler(context.Context, string, schedule.Run) error { return nil }
+// Validate reports whether t is a definition that a Table can run,
+// without a Table: a store of definitions calls it before it saves one.
+// It returns a *TaskError naming the first field at fault, or nil. A Table
+// checks the same in Apply, and also that the Handler is one of its own
+// and that its Store can hold the Name.
+//
+// A definition cannot run, and is refused, if:
+//
+//   - Name is empty, or longer than MaxNameLen; Handler is empty;
+//   - Zone is not an IANA zone; Spec does not parse (the error wraps the
+//     *ParseError);
+//   - End is missing and Permanent is not set, or End is set on a
+//     permanent task, or is before Start, or has passed;
+//   - Overlap or Misfire is not one of the names in their docs;
+//   - Timeout, Retry.Attempts or Retry.Backoff is negative; Created is
+//     outside the years 1678 to 2262;
+//   - Spec has no time to run at ("spec"): no time in the next 100 years
+//     after now (such as "0 0 30 2 *", February 30), or none within
+//     [Start, End]. For a Once task, the one time it runs at (see Once)
+//     must exist, within 100 years of its anchor, and not after End; it
+//     may have passed already: a job with no record owes it by its Misfire
+//     policy (run-once and run-all run it at once, skip records it
+//     Missed), so a Once task loaded after its time still runs once.
+//
+// A spec without a Zone or CRON_TZ is read in UTC here, and in the Table's
+// location by a Table: whether it has a time to run at does not depend on
+// the zone. A definition valid now may be refused later, once its End has
+// passed.
+func (t Task) Validate() error {
+	_, err := compile(t, nil, time.UTC, Parse, time.Now(), 0)
+	return err
+}

@@ -46,6 +46,20 @@ func (t *tracker) exit(job string) {
 	}
 }
 
+// counts returns the runs in flight of each of jobs.
+func (t *tracker) counts(jobs []string) []int {
+	n := make([]int, len(jobs))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.flying) == 0 {
+		return n
+	}
+	for i, j := range jobs {
+		n[i] = t.flying[j]
+	}
+	return n
+}
+
 // wait waits until job has no run in flight, or ctx is done.
 func (t *tracker) wait(ctx context.Context, job string) error {
 	t.mu.Lock()

@@ -1,4 +1,4 @@
-package cron_test
+package crondiff_test
 
 import (
 	"fmt"
@@ -96,7 +96,7 @@ func dstRow(t *testing.T, p peer) (spring, fall string) {
 
 // TestPeersDaylightSaving measures the table of the README's cron section:
 //
-//	cd cron && go test -run TestPeersDaylightSaving -v .
+//	cd bench && go test -run TestPeersDaylightSaving -v ./crondiff
 func TestPeersDaylightSaving(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| | spring forward, `30 2 * * *` | fall back, `30 1 * * *` |\n| --- | --- | --- |\n")

@@ -1,4 +1,4 @@
-package cron_test
+package crondiff_test
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ import (
 // on the same specs and times, stepping from one run to the next from
 // 2026. Compare them with benchstat -col /impl:
 //
-//	cd cron && go test -run '^$' -bench '^BenchmarkNext$' -count 6 . > next.txt
+//	cd bench && go test -run '^$' -bench '^BenchmarkNext$' -count 6 ./crondiff > next.txt
 //	go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da -col /impl next.txt
 func BenchmarkNext(b *testing.B) {
 	specs := []struct{ name, spec string }{

@@ -1,4 +1,4 @@
-package cron_test
+package crondiff_test
 
 import (
 	"fmt"

@@ -1,0 +1,250 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Tasks returns every task t runs, sorted by name: its definition in
+// force, its next run, its latest record in the Table's Store and its runs
+// in flight (see TaskState). A task whose latest record the Store could
+// not read has a zero Last; TasksContext reports the Store's error.
+//
+// Tasks is shorthand for TasksContext(context.Background()), its error
+// aside.
+func (t *Table) Tasks() []TaskState {
+	ts, _ := t.TasksContext(context.Background())
+	return ts
+}
+
+// TasksContext is Tasks, with ctx bounding the read of the Store. It reads
+// the latest records of all the tasks in one call if the Store is a
+// schedule.LastReader (schedule/sqlstore reads a thousand a statement),
+// and one at a time otherwise; what it reports of a task's job, the Table
+// holds. It returns every task even if the Store fails: then those whose
+// records it could not read have a zero Last, and the error is the
+// Store's.
+//
+// The states are read one task after the other, not at one instant: a
+// task changed by a concurrent Apply is reported before or after the
+// change. After Stop, Tasks reports the tasks as they were, with no Next.
+func (t *Table) TasksContext(ctx context.Context) ([]TaskState, error) {
+	type item struct {
+		name string
+		e    *entry
+		held bool
+	}
+	t.mu.Lock()
+	items := make([]item, 0, len(t.tasks))
+	for name, e := range t.tasks {
+		items = append(items, item{name, e, e.held})
+	}
+	t.mu.Unlock()
+	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.name, b.name) })
+
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = it.name
+	}
+	running := t.flying.counts(names)
+	lasts, err := lastOf(ctx, t.store, names)
+	if err != nil && len(names) > 0 {
+		err = fmt.Errorf("cron: Tasks: reading the last records: %w", err)
+	}
+	ts := make([]TaskState, len(items))
+	for i, it := range items {
+		s := &ts[i]
+		s.Task = it.e.c.Load().task(it.name)
+		s.Task.Paused = it.held
+		s.Next = it.e.job.Next()
+		s.Last = lasts[it.name]
+		s.Running = running[i]
+	}
+	return ts, err
+}
+
+// RunNow runs the task name at once, as a run with Reason schedule.Manual
+// under its overlap policy (schedule.Job.RunNow): under "skip", it is
+// Skipped if a run of the task is in flight. RunNow does not wait for the
+// run; its record reaches the Store and the Observer as any other.
+//
+// RunNow returns an error wrapping ErrUnknownTask if t does not run the
+// task, ErrTaskPaused if the task is paused (its run would be Skipped),
+// and ErrTableStopped after Stop. It does nothing, and returns nil, while
+// the task's job waits for the job it replaces to stop (see Apply).
+func (t *Table) RunNow(name string) error {
+	t.mu.Lock()
+	e, stopped := t.tasks[name], t.stopped
+	held := e != nil && e.held
+	t.mu.Unlock()
+	switch {
+	case stopped:
+		return ErrTableStopped
+	case e == nil:
+		return unknown(name)
+	case held:
+		return ErrTaskPaused
+	}
+	e.job.RunNow()
+	return nil
+}
+
+// ErrTaskPaused is returned by RunNow for a paused task.
+var ErrTaskPaused = errors.New("cron: task paused")
+
+// Pause pauses the task name: its slots stop falling due until Resume,
+// and a slot due meanwhile neither runs nor is caught up after
+// (schedule.Job.Pause); runs in flight go on. Tasks reports it with
+// Paused set. Pause on a paused task does nothing.
+//
+// On a Table that follows a Source (Follow), Pause pauses the task's
+// definition in the Source (Source.SetPaused), so that every Table
+// following it pauses the task, and then the task here at once, without
+// waiting for the Source's next look, which it asks for. The Source is the
+// authority: each look pauses or resumes every task as its definition
+// says, except that a look that read the Source before a Pause does not
+// undo it. The Source decides which names it knows: its error, such as one
+// wrapping ErrUnknownTask, is returned, and the task is not paused.
+//
+// Without a Source, Pause acts on this Table: the task stays paused
+// through the Applies that leave its definition's Paused as it was, until
+// Resume, or until an Apply changes its Paused, which then wins. It
+// returns an error wrapping ErrUnknownTask if t does not run the task.
+//
+// Pause returns ErrTableStopped after Stop. It may be called from
+// Handlers and Observers.
+func (t *Table) Pause(name string) error { return t.setPaused(name, true) }
+
+// Resume resumes the task name, paused by its definition or by Pause: its
+// next slot is the first after now (schedule.Job.Resume). Resume on a task
+// that is not paused does nothing. It acts, and fails, as Pause does: on
+// the Source's definition, if t follows one, and else on this Table.
+func (t *Table) Resume(name string) error { return t.setPaused(name, false) }
+
+// setPaused is Pause if paused, Resume if not.
+func (t *Table) setPaused(name string, paused bool) error {
+	t.mu.Lock()
+	f, stopped := t.follow, t.stopped
+	t.mu.Unlock()
+	if stopped {
+		return ErrTableStopped
+	}
+	if f != nil {
+		if err := f.src.SetPaused(f.ctx, name, paused); err != nil {
+			return err
+		}
+		defer f.trig.Fire() // and every other change of the Source since its last look
+	}
+	t.mu.Lock()
+	if f != nil {
+		t.controls++ // a read of the Source before SetPaused must not undo it
+	}
+	e := t.tasks[name]
+	switch {
+	case t.stopped:
+		t.mu.Unlock()
+		return ErrTableStopped
+	case e == nil && f != nil:
+		t.mu.Unlock()
+		return nil // not loaded here yet, or refused: the Source has it, and the next look applies it
+	case e == nil:
+		t.mu.Unlock()
+		return unknown(name)
+	}
+	e.held = paused
+	t.mu.Unlock()
+	t.hold(e)
+	return nil
+}
+
+func unknown(name string) error {
+	return &unknownTask{name}
+}
+
+// unknownTask is the error of a name a Table does not run.
+type unknownTask struct{ name string }
+
+func (e *unknownTask) Error() string { return "cron: unknown task " + strconv.Quote(clip(e.name)) }
+func (e *unknownTask) Unwrap() error { return ErrUnknownTask }
+
+// hold pauses or resumes e's job, as e.held says. Calls of hold for one
+// entry, concurrent with changes of e.held, leave the job as e.held says
+// once the last of them returns: each looks at e.held again after it
+// paused the job, and resumes it if that changed. Resume is called holding
+// t.mu (it calls no Observer), and only while e is its task's entry, so
+// that a job that Apply drained, or Stop stopped, is never resumed. Pause
+// calls Observers, so it is called without t.mu; it does no harm to a job
+// being drained, which is paused already.
+func (t *Table) hold(e *entry) {
+	if testHookHold != nil {
+		testHookHold("start", e.job.Name())
+	}
+	for {
+		t.mu.Lock()
+		if !e.held {
+			defer t.mu.Unlock() // Resume panics if the Scheduler refuses the job's timer
+			if !t.stopped && t.tasks[e.job.Name()] == e {
+				e.job.Resume()
+			}
+			return
+		}
+		t.mu.Unlock()
+		if testHookHold != nil {
+			testHookHold("pause", e.job.Name())
+		}
+		e.job.Pause()
+		t.mu.Lock()
+		held := e.held
+		t.mu.Unlock()
+		if held {
+			return
+		}
+	}
+}
+
+// since returns the time since which the task whose job is named job has
+// been scheduled (compiled.since), and whether t knows the task.
+func (t *Table) since(job string) (time.Time, bool) {
+	t.mu.Lock()
+	e := t.entryLocked(job)
+	t.mu.Unlock()
+	if e == nil {
+		return time.Time{}, false
+	}
+	return e.c.Load().since(), true
+}
+
+// sinceAll returns since of each of jobs, the zero Time for those t does
+// not know.
+func (t *Table) sinceAll(jobs []string) []time.Time {
+	out := make([]time.Time, len(jobs))
+	if len(jobs) == 0 {
+		return out
+	}
+	es := make([]*entry, len(jobs))
+	t.mu.Lock()
+	for i, j := range jobs {
+		es[i] = t.entryLocked(j)
+	}
+	t.mu.Unlock()
+	for i, e := range es {
+		if e != nil {
+			out[i] = e.c.Load().since()
+		}
+	}
+	return out
+}
+
+// entryLocked returns the entry of the task name, or the latest removed
+// one whose job has not stopped yet, or nil. The caller holds t.mu.
+func (t *Table) entryLocked(name string) *entry {
+	if e := t.tasks[name]; e != nil {
+		return e
+	}
+	return t.last[name]
+}

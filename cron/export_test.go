@@ -1,0 +1,5 @@
+package cron
+
+// SetHoldHook sets testHookHold, for the tests of package cron_test; nil
+// removes it.
+func SetHoldHook(f func(where, name string)) { testHookHold = f }

@@ -1,0 +1,215 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// Follow makes t run the tasks of src, and keeps it in step with src until
+// t stops: it reads src's definitions and applies them at once, then looks
+// at src.Version every poll interval (WithPollInterval; 1s by default, so
+// that a change is applied within 2s) and at once when src.Changes
+// receives, and applies src's definitions again when the version has
+// changed since the set it applied last. Every replica's Table following
+// one Source so runs the same tasks. While t follows src, Pause and Resume
+// change the definitions in src (see Pause).
+//
+// Follow returns the error of its first Apply, which it has carried out:
+// *TaskErrors for the definitions refused, which do not keep t from
+// following src. If src cannot be read, Follow returns that error and t
+// does not follow src; Follow may then be called again. ctx bounds that
+// first read and Apply; the values of ctx, not its end, reach the later
+// ones. The errors of the later reads and Applies go to the function of
+// WithErrorHandler, if any: a refused definition keeps the task's previous
+// one in force, and a failed read is tried again at the next look.
+//
+// A Table follows one Source at most: Follow returns ErrFollowing if t
+// follows one already, or another Follow is under way, and
+// ErrTableStopped after Stop. While t follows src, an Apply of the caller
+// holds until src's next change. Stop ends the following, and waits for a
+// look under way. Follow panics if src is nil.
+func (t *Table) Follow(ctx context.Context, src Source, opts ...FollowOption) error {
+	if src == nil {
+		panic("cron: Follow with a nil Source")
+	}
+	f := &follower{t: t, src: src, every: time.Second}
+	for _, o := range opts {
+		o.apply(f)
+	}
+	t.mu.Lock()
+	switch {
+	case t.stopped:
+		t.mu.Unlock()
+		return ErrTableStopped
+	case t.follow != nil || t.joining:
+		t.mu.Unlock()
+		return ErrFollowing
+	}
+	t.joining = true
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.joining = false
+		t.mu.Unlock()
+	}()
+
+	epoch := t.epoch()
+	defs, version, err := src.Tasks(ctx)
+	if err != nil {
+		return fmt.Errorf("cron: Follow: reading the source: %w", err)
+	}
+	_, applied := t.apply(ctx, defs, true, epoch)
+	if errors.Is(applied, ErrTableStopped) {
+		return applied
+	}
+	f.version = version
+	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	f.trig = circulation.Bind(nil, f.look, circulation.WithContext(f.ctx))
+	if ch := src.Changes(); ch != nil {
+		f.wg.Go(func() { f.listen(ch) })
+	}
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		_ = f.stop(context.Background()) // nothing of f's runs: it returns at once
+		return ErrTableStopped
+	}
+	t.follow = f
+	t.mu.Unlock()
+	f.trig.FireAfter(f.every)
+	return applied
+}
+
+// ErrFollowing is returned by Follow on a Table that follows a Source
+// already.
+var ErrFollowing = errors.New("cron: table follows a source already")
+
+// A FollowOption configures Follow.
+type FollowOption interface {
+	apply(*follower)
+}
+
+type followOption func(*follower)
+
+func (o followOption) apply(f *follower) { o(f) }
+
+// WithPollInterval sets how often the Table looks at its Source's Version
+// (default 1s). A d of zero or less means the default.
+func WithPollInterval(d time.Duration) FollowOption {
+	return followOption(func(f *follower) {
+		if d > 0 {
+			f.every = d
+		}
+	})
+}
+
+// WithErrorHandler makes the Table pass f every error of its looks at the
+// Source after the first: a failed Version or Tasks, and the error of an
+// Apply, such as a definition refused. f runs on the goroutine of the
+// looks, one call at a time; it may call the Table's methods, except Stop
+// with a context that outlives it. Without it, those errors are dropped:
+// the Table keeps running what it ran, and tries again at the next look,
+// or the next change.
+func WithErrorHandler(f func(error)) FollowOption {
+	return followOption(func(fl *follower) { fl.onErr = f })
+}
+
+// A follower keeps a Table in step with a Source: a Trigger looks at the
+// Source's version, every interval and when the Source says it changed,
+// and applies its definitions when the version changed.
+type follower struct {
+	t     *Table
+	src   Source
+	every time.Duration
+	onErr func(error)
+
+	ctx    context.Context // ends at the Table's Stop; the looks' contexts and SetPaused's derive from it
+	cancel context.CancelFunc
+	trig   *circulation.Trigger // runs look, one at a time
+	wg     sync.WaitGroup       // listen
+
+	// version is that of the set applied last. Follow writes it before
+	// it makes trig, and only look, one run at a time, after.
+	version int64
+}
+
+// look is the Func of f's Trigger: it applies the Source's definitions if
+// their version changed, and asks to look again after the interval.
+func (f *follower) look(ctx context.Context) (time.Duration, bool) {
+	err := f.sync(ctx)
+	if errors.Is(err, ErrTableStopped) {
+		return 0, false
+	}
+	if err != nil && ctx.Err() == nil && f.onErr != nil {
+		f.onErr(err)
+	}
+	return f.every, true
+}
+
+// sync reads the Source's version, and its definitions if it changed, and
+// applies them. A version is taken as applied once its Apply has been
+// carried out, even if it refused definitions: they are not tried again
+// until the Source changes.
+func (f *follower) sync(ctx context.Context) (err error) {
+	v, err := f.src.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("cron: following the source: reading its version: %w", err)
+	}
+	if v == f.version {
+		return nil
+	}
+	epoch := f.t.epoch()
+	defs, v, err := f.src.Tasks(ctx)
+	if err != nil {
+		return fmt.Errorf("cron: following the source: reading its tasks: %w", err)
+	}
+	defer func() {
+		// A Scheduler that refuses timers (a stopped wheel.Wheel) makes
+		// Apply panic once it has carried out the change.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cron: following the source: %v", r)
+		}
+	}()
+	_, err = f.t.apply(ctx, defs, true, epoch)
+	if !errors.Is(err, ErrTableStopped) {
+		f.version = v
+	}
+	return err
+}
+
+// epoch returns t.controls.
+func (t *Table) epoch() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.controls
+}
+
+// listen fires f's Trigger whenever ch receives, until ch is closed or
+// the Table stops.
+func (f *follower) listen(ch <-chan struct{}) {
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+			f.trig.Fire()
+		case <-f.ctx.Done():
+			return
+		}
+	}
+}
+
+// stop ends the following: no look starts any more, the look under way
+// has its context cancelled, and stop waits for it and for listen.
+func (f *follower) stop(ctx context.Context) error {
+	f.cancel()
+	err := f.trig.Close(ctx)
+	f.wg.Wait()
+	return err
+}
