@@ -16,13 +16,6 @@ var misfires = map[string]schedule.Misfire{
 	"run-all":  schedule.MisfireRunAll,
 }
 
-// misfireNames are the names of the Misfire policies in a Task.
-var misfireNames = map[schedule.Misfire]string{
-	schedule.MisfireRunOnce: "run-once",
-	schedule.MisfireSkip:    "skip",
-	schedule.MisfireRunAll:  "run-all",
-}
-
 // compiled is a validated task, held compactly, since a Table holds one a
 // task and may hold a million: its definition but for its name, which the
 // Table holds it by, with its times as Unix seconds and nanoseconds and its
@@ -50,14 +43,6 @@ func instant(sec int64, nsec int32) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(sec, int64(nsec)).UTC()
-}
-
-// task returns the definition of c, the task name, with its defaults
-// spelled out: the misfire policy by name, the times in UTC.
-func (c *compiled) task(name string) Task {
-	return Task{Name: name, Handler: c.handler, BusinessID: c.businessID, Spec: c.spec, Zone: c.zone,
-		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once, Enabled: true,
-		Overlap: c.overlap == schedule.OverlapAllow, Misfire: misfireNames[c.misfire]}
 }
 
 // withSeen returns c with the anchor seen: c itself if it has it, or if
