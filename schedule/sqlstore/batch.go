@@ -33,8 +33,6 @@ const (
 	nOps
 )
 
-var opNames = [nOps]string{"renew", "finish", "claim", "prune"}
-
 // A request is a call waiting for its batch.
 type request struct {
 	op     op
