@@ -10,6 +10,13 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
+// misfireNames are the names of the Misfire policies in a Task.
+var misfireNames = map[schedule.Misfire]string{
+	schedule.MisfireRunOnce: "run-once",
+	schedule.MisfireSkip:    "skip",
+	schedule.MisfireRunAll:  "run-all",
+}
+
 var overlaps = map[string]schedule.Overlap{
 	"":           schedule.OverlapSkip,
 	"skip":       schedule.OverlapSkip,
@@ -31,13 +38,6 @@ var misfires = map[string]schedule.Misfire{
 	"run-once": schedule.MisfireRunOnce,
 	"skip":     schedule.MisfireSkip,
 	"run-all":  schedule.MisfireRunAll,
-}
-
-// misfireNames are the names of the Misfire policies in a Task.
-var misfireNames = map[schedule.Misfire]string{
-	schedule.MisfireRunOnce: "run-once",
-	schedule.MisfireSkip:    "skip",
-	schedule.MisfireRunAll:  "run-all",
 }
 
 // compiled is a validated task, held compactly, since a Table holds one a
