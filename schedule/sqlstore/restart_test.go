@@ -111,7 +111,7 @@ func TestRestartRunsAOnceTaskDueWhileDown(t *testing.T) {
 				require.NoError(t, err)
 				tab := cron.NewTable(handlers, cron.WithStore(s))
 				require.NoError(t, tab.Follow(ctx, s.Definitions()))
-				require.NoError(t, tab.Stop(ctx)) // down before the task's time
+				require.NoError(t, tab.Stop(ctx))                  // down before the task's time
 				time.Sleep(time.Until(at) + 1500*time.Millisecond) // past the default grace of 1s
 
 				s2 := newStore(t, b, dsn) // a new process
