@@ -3,7 +3,9 @@
 # staticcheck, the tests under the race detector, the exhaustive explorer of
 # the state protocol, the spin model (if spin is installed), a short fuzz
 # run, and every benchmark once so that none of them can rot. It fetches the
-# Go tools it needs itself, at pinned versions.
+# Go tools it needs itself, at pinned versions. Each step prints what it
+# checks and how long it took; a step's own output is shown only if it
+# fails (the tests' summary lines aside), and the last line sums it up.
 #
 # ./check.sh -long adds the slow checks: the herd of 100,000 jobs on three
 # replica processes, on SQLite and PostgreSQL, at the default lease.
@@ -22,7 +24,41 @@ esac
 
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-step() { printf '\n== %s\n' "$*"; }
+# step starts a step: it prints what the step checks, after the time the
+# previous one took.
+steps=0
+started=$SECONDS
+step_start=$SECONDS
+step_name=""
+step() {
+	step_end
+	step_name="$*"
+	step_start=$SECONDS
+	steps=$((steps + 1))
+	printf '== %s\n' "$*"
+}
+step_end() {
+	if [ -n "$step_name" ]; then
+		printf '   %ds\n' $((SECONDS - step_start))
+	fi
+	step_name=""
+}
+
+# quiet runs a command and shows its output only if it fails: the output of
+# a step that passed (one-iteration benchmark lines, a model checker's
+# statistics) reads like results it does not give.
+quiet() {
+	local out
+	out=$(mktemp)
+	"$@" >"$out" 2>&1 && {
+		rm -f "$out"
+		return 0
+	}
+	local code=$?
+	cat "$out"
+	rm -f "$out"
+	return $code
+}
 
 # Every module of the repository: the library first, then each folder with a
 # go.mod of its own (cron/, the SQL store, bench/, example modules).
@@ -31,7 +67,7 @@ while IFS= read -r mod; do
 	modules+=("$(dirname "$mod")")
 done < <(find . -mindepth 2 -name go.mod -not -path './.git/*' | sort)
 
-step gofmt
+step "gofmt"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
 	echo "not gofmt-ed:"
@@ -40,33 +76,33 @@ if [ -n "$unformatted" ]; then
 fi
 
 for m in "${modules[@]}"; do
+	step "$m: go mod tidy, go vet (and on a 32-bit target), staticcheck"
 	(
 		cd "$m"
-		step "$m: go mod tidy"
-		go mod tidy -diff
-		step "$m: go vet, and on a 32-bit target"
-		go vet ./...
-		GOARCH=386 go vet ./... # builds there: wheel's timer size is checked at compile time
-		step "$m: staticcheck"
-		go run "$staticcheck" ./...
-		step "$m: go test -race"
-		go test -race -count=1 ./...
-		step "$m: benchmarks, once each"
-		go test -run '^$' -bench . -benchtime 1x ./...
+		quiet go mod tidy -diff
+		quiet go vet ./...
+		quiet env GOARCH=386 go vet ./... # builds there: wheel's timer size is checked at compile time
+		quiet go run "$staticcheck" ./...
 	)
+	step "$m: go test -race"
+	# The tests' summary lines, one a package; a failure's whole output.
+	(cd "$m" && go test -race -count=1 ./... | { grep -v '^?' || true; })
+	step "$m: every benchmark once, so that none can rot (no figures: see docs)"
+	(cd "$m" && quiet go test -run '^$' -bench . -benchtime 1x ./...)
 done
+step_end
 
 if [ -f bench/go.mod ]; then
 	step "bench: the comparison with other timer libraries, smoke run"
-	(cd bench && go run ./cmd/compare -smoke)
+	(cd bench && quiet go run ./cmd/compare -smoke)
 fi
 
 step "explore every interleaving of the state protocol (default budget)"
 go test -count=1 -run '^TestExplore' .
 
 if command -v spin >/dev/null && command -v gcc >/dev/null; then
-	step "spin: the Promela model of the state protocol"
-	spin/run.sh
+	step "spin: the Promela model of the state protocol, and its mutants"
+	quiet spin/run.sh
 else
 	step "spin: skipped, not installed (apt-get install -y spin gcc)"
 fi
@@ -75,11 +111,12 @@ fi
 # "context deadline exceeded" as a failure when the time runs out while a
 # worker is mid-call (go.dev/issue/75804). A count never races a deadline.
 step "fuzz the state transitions: 60000 inputs"
-go test -run '^$' -fuzz '^FuzzTransitions$' -fuzztime 60000x .
+quiet go test -run '^$' -fuzz '^FuzzTransitions$' -fuzztime 60000x .
 
 if $long; then
 	step "long: a herd of 100,000 jobs on three replicas, every slot once"
 	(cd schedule/sqlstore && SQLSTORE_HERD_JOBS=100000 go test -count=1 -timeout 30m -run '^TestHerdExactlyOnce$' .)
 fi
+step_end
 
-printf '\nall checks passed\n'
+printf 'all checks passed: %d steps in %dm%02ds\n' "$steps" $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60))
