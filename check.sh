@@ -15,14 +15,35 @@ cd "$(dirname "$0")"
 long=false
 case "${1:-}" in
 -long) long=true ;;
+-write-api) ;;
 "") ;;
 *)
-	echo "usage: ./check.sh [-long]" >&2
+	echo "usage: ./check.sh [-long | -write-api]" >&2
 	exit 2
 	;;
 esac
 
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+apidiff=golang.org/x/exp/cmd/apidiff@v0.0.0-20261113113407-e3970619a1a4
+
+# The modules whose API is recorded in api/, as module path and folder.
+api_modules=(
+	"circulation github.com/circulation-go/circulation ."
+	"cron github.com/circulation-go/circulation/cron cron"
+	"sqlstore github.com/circulation-go/circulation/schedule/sqlstore schedule/sqlstore"
+)
+
+# ./check.sh -write-api records the API of each module as the baseline
+# that later checks compare with: after an incompatible change, once
+# CHANGELOG.md says so.
+if [ "${1:-}" = -write-api ]; then
+	for a in "${api_modules[@]}"; do
+		read -r name path dir <<<"$a"
+		(cd "$dir" && go run "$apidiff" -m -w "$OLDPWD/api/$name.export" "$path")
+	done
+	echo "api/ written"
+	exit 0
+fi
 
 # step starts a step: it prints what the step checks, after the time the
 # previous one took.
@@ -91,6 +112,21 @@ for m in "${modules[@]}"; do
 	(cd "$m" && quiet go test -run '^$' -bench . -benchtime 1x ./...)
 done
 step_end
+
+step "API: incompatible changes against the baseline in api/"
+for a in "${api_modules[@]}"; do
+	read -r name path dir <<<"$a"
+	now=$(mktemp)
+	(cd "$dir" && quiet go run "$apidiff" -m -w "$now" "$path")
+	changes=$(go run "$apidiff" -m -incompatible "api/$name.export" "$now" 2>/dev/null || true)
+	rm -f "$now"
+	if [ -n "$changes" ]; then
+		echo "$name: incompatible with api/$name.export:"
+		echo "$changes"
+		echo "say so in CHANGELOG.md, then record the new API: ./check.sh -write-api"
+		exit 1
+	fi
+done
 
 if [ -f bench/go.mod ]; then
 	step "bench: the comparison with other timer libraries, smoke run"
