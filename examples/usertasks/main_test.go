@@ -275,7 +275,7 @@ func TestRunsFromTheCommandLine(t *testing.T) {
 	took := time.Since(start)
 	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr, stdout)
 	assert.Less(t, took, 10*time.Second)
-	t.Logf("took %v:\n%s", took, stdout)
+	t.Logf("took %v", took)
 	for _, want := range []string{
 		`refused, "retries": 3 for "retry": {"attempts": 3}: cron: task "report-shop-3" at index 0: retries: unknown field`,
 		`refused: cron: task "report-leap-day": spec: no time in the next 100 years`,

@@ -54,7 +54,6 @@ type report struct {
 	inventory [][]cron.TaskState // the inventories printed
 	rows      []int              // how many run records were printed from the view, at each print
 	stopped   time.Time          // when the service stopped, before its restart
-	restarted time.Time          // when it started again
 	errs      []error            // the errors of the Table's looks at the definitions
 }
 
@@ -286,7 +285,6 @@ func (s *story) restart(svc *service) error {
 	if err := s.tl.sleepUntil(s.ctx, due.Add(restartAfter).Sub(s.tl.start)); err != nil {
 		return err
 	}
-	s.rep.restarted = time.Now()
 	svc, err = s.start("the service starts again")
 	if err != nil {
 		return err
@@ -380,7 +378,9 @@ type backend struct {
 func (b *backend) report(ctx context.Context, shop string, r schedule.Run) error {
 	b.mu.Lock()
 	fail := b.hiccups[shop] > 0
-	b.hiccups[shop]--
+	if fail {
+		b.hiccups[shop]--
+	}
 	b.mu.Unlock()
 	if fail {
 		return fmt.Errorf("%s: database is waking up", shop)
