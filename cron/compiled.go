@@ -228,8 +228,8 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("spec", err)
 	}
 	switch {
-	case !d.Permanent && d.End.IsZero():
-		return fail("end", errors.New("required unless permanent"))
+	case !d.Permanent && !d.Once && d.End.IsZero():
+		return fail("end", errors.New("required unless permanent or once"))
 	case d.Permanent && !d.End.IsZero():
 		return fail("end", errors.New("set on a permanent task"))
 	case !d.End.IsZero() && !d.Start.IsZero() && d.End.Before(d.Start):

@@ -34,8 +34,8 @@ type Task struct {
 	// (WithLocation). A CRON_TZ= prefix of Spec overrides it.
 	Zone string `json:"zone,omitempty"`
 	// Start and End bound the task's runs to [Start, End]. A zero Start
-	// leaves the start open. End is required unless Permanent, and then
-	// must be zero.
+	// leaves the start open. End is required unless Permanent (and then
+	// must be zero) or Once.
 	Start     time.Time `json:"start,omitzero"`
 	End       time.Time `json:"end,omitzero"`
 	Permanent bool      `json:"permanent,omitempty"`
@@ -197,8 +197,8 @@ func parseDuration(s string) (Duration, error) {
 //   - Name is empty, or longer than MaxNameLen; Handler is empty;
 //   - Zone is not an IANA zone; Spec does not parse (the error wraps the
 //     *ParseError);
-//   - End is missing and Permanent is not set, or End is set on a
-//     permanent task, or is before Start, or has passed;
+//   - End is missing and neither Permanent nor Once is set, or End is
+//     set on a permanent task, or is before Start, or has passed;
 //   - Overlap or Misfire is not one of the names in their docs;
 //   - Timeout, Retry.Attempts or Retry.Backoff is negative; Created is
 //     outside the years 1678 to 2262;

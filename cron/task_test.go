@@ -85,6 +85,7 @@ func valid(now time.Time) map[string]cron.Task {
 		"retry of one":         base(func(d *cron.Task) { d.Retry.Attempts = 1 }),
 		"created in future":    base(func(d *cron.Task) { d.Created = now.Add(time.Hour) }),
 		"every":                base(func(d *cron.Task) { d.Spec = "@every 90m" }),
+		"once, no end":         base(func(d *cron.Task) { d.Once, d.Permanent = true, false }),
 	}
 }
 
