@@ -63,9 +63,12 @@ func (t *Table) Follow(ctx context.Context, src Source, opts ...FollowOption) er
 	if err != nil {
 		return fmt.Errorf("cron: Follow: reading the source: %w", err)
 	}
-	_, applied := t.apply(ctx, defs, true, epoch)
+	ch, applied := t.apply(ctx, defs, true, epoch)
 	if errors.Is(applied, ErrTableStopped) {
 		return applied
+	}
+	if f.onApply != nil {
+		f.onApply(version, ch)
 	}
 	f.version = version
 	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -119,14 +122,26 @@ func WithErrorHandler(f func(error)) FollowOption {
 	return followOption(func(fl *follower) { fl.onErr = f })
 }
 
+// WithApplyHandler makes the Table pass f what each Apply of the Source's
+// definitions changed, the first one's included, with the Source's version
+// it applied: to log that a change reached this replica, say. f runs on
+// the goroutine of the looks (the first time, on Follow's), one call at a
+// time, before the Apply's error goes to WithErrorHandler's function; it
+// may call the Table's methods, except Stop with a context that outlives
+// it.
+func WithApplyHandler(f func(version int64, ch Changes)) FollowOption {
+	return followOption(func(fl *follower) { fl.onApply = f })
+}
+
 // A follower keeps a Table in step with a Source: a Trigger looks at the
 // Source's version, every interval and when the Source says it changed,
 // and applies its definitions when the version changed.
 type follower struct {
-	t     *Table
-	src   Source
-	every time.Duration
-	onErr func(error)
+	t       *Table
+	src     Source
+	every   time.Duration
+	onErr   func(error)
+	onApply func(int64, Changes)
 
 	ctx    context.Context // ends at the Table's Stop; the looks' contexts and SetPaused's derive from it
 	cancel context.CancelFunc
@@ -175,9 +190,12 @@ func (f *follower) sync(ctx context.Context) (err error) {
 			err = fmt.Errorf("cron: following the source: %v", r)
 		}
 	}()
-	_, err = f.t.apply(ctx, defs, true, epoch)
+	ch, err := f.t.apply(ctx, defs, true, epoch)
 	if !errors.Is(err, ErrTableStopped) {
 		f.version = v
+		if f.onApply != nil {
+			f.onApply(v, ch)
+		}
 	}
 	return err
 }

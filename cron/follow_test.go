@@ -423,3 +423,28 @@ func TestTableFollowStaleReadKeepsThePause(t *testing.T) {
 		require.NoError(t, tab.Stop(ctx))
 	})
 }
+
+// The apply handler gets what each Apply of the Source changed, the first
+// included, with the version applied; a look that finds the version
+// unchanged applies nothing and reports nothing.
+func TestTableFollowApplyHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		defs := newMemDefs(task("a", "h", "@hourly"))
+		src := defs.source()
+		tab := cron.NewTable(map[string]cron.Handler{"h": func(context.Context, string, schedule.Run) error { return nil }})
+		var got []string
+		require.NoError(t, tab.Follow(context.Background(), src, cron.WithApplyHandler(func(v int64, ch cron.Changes) {
+			got = append(got, fmt.Sprintf("%d +%v ~%v -%v", v, ch.Added, ch.Changed, ch.Removed))
+		})))
+		time.Sleep(3500 * time.Millisecond) // three looks, nothing changed
+		b := task("b", "h", "@hourly")
+		defs.put(b)
+		time.Sleep(time.Second)
+		b.Spec = "@daily"
+		defs.put(b)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.NoError(t, tab.Stop(context.Background()))
+		assert.Equal(t, []string{"1 +[a] ~[] -[]", "2 +[b] ~[] -[]", "3 +[] ~[b] -[]"}, got)
+	})
+}
