@@ -210,3 +210,32 @@ func (b *Backoff) delay(d time.Duration, r float64) time.Duration {
 	}
 	return time.Duration(f)
 }
+
+// random returns a random number for the next delay, from the random source
+// if the policy has jitter. It runs without mu, and outside every write of
+// stats, since the source may call the Supervisor.
+func (s *Supervisor) random() float64 {
+	if !s.jittered {
+		return 0 // unused: the delay rule applies no jitter
+	}
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	return s.rand()
+}
+
+// fail accounts for a failure: the interval follows the delay rule, and a
+// new delay is drawn with the random number r. It runs with mu held, inside
+// a stats write.
+func (s *Supervisor) fail(o outcome, r float64) time.Duration {
+	first := s.stats.consecutive.Add(1) == 1
+	s.interval = s.policy.next(s.interval, o, first)
+	return s.delay(r)
+}
+
+// delay returns the delay for the current interval and the random number r,
+// and records it. It runs with mu held, inside a stats write.
+func (s *Supervisor) delay(r float64) time.Duration {
+	d := s.policy.delay(s.interval, r)
+	s.stats.delay.Store(int64(d))
+	return d
+}

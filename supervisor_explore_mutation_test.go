@@ -6,13 +6,14 @@ import (
 )
 
 // svMutants are plausible mistakes in supervisor_coord.go and in the
-// control flow of supervisor.go. Each must make the explorer fail, with the
-// violation named in want: this tests the explorer itself.
+// control flow of supervisor.go, supervisor_loop.go and supervisor_stop.go.
+// Each must make the explorer fail, with the violation named in want: this
+// tests the explorer itself.
 var svMutants = []struct {
 	name string
 	want string // in the violation
 	t    svT
-	flow string // the mistake in supervisor.go's control flow, if t is svCoord
+	flow string // the mistake in the Supervisor's control flow, if t is svCoord
 }{
 	{
 		// Nothing lets a round that waits for the watchdog go: the Fire

@@ -7,11 +7,12 @@ package circulation
 // The Supervisor's side is the real code: each step that holds
 // Supervisor.mu calls the transitions of supervisor_coord.go (through svT,
 // so that the mutation tests can replace one), and does with their answers
-// what supervisor.go does. What supervisor.go does outside mu (cancelling a
-// context, arming or stopping a Trigger, waiting) is a step of its own here,
-// in the order supervisor.go takes them; that order is the part of the
-// model that could drift from the code, and the comments on the phases
-// (rBegin, uLock, ...) name the statement of supervisor.go each follows.
+// what supervisor.go, supervisor_loop.go and supervisor_stop.go do. What
+// they do outside mu (cancelling a context, arming or stopping a Trigger,
+// waiting) is a step of its own here, in the order they take them; that
+// order is the part of the model that could drift from the code, and the
+// comments on the phases (rBegin, uLock, ...) name the statement of those
+// files each follows.
 //
 // The two Triggers are models of their contract (README, Guarantees), not
 // their code, which the Trigger's own explorers check: one timer at most
@@ -121,7 +122,7 @@ func (t *svTrig) abort() {
 
 func (t *svTrig) idle() bool { return !t.running && !t.armed }
 
-// The phases of the main Trigger's run (a round), in supervisor.go's order.
+// The phases of the main Trigger's run (a round), in supervisor_loop.go's order.
 const (
 	rNone     uint8 = iota // no run
 	rBegin                 // round: begin, with mu
@@ -173,7 +174,7 @@ type svUser struct {
 }
 
 // svStats mirrors the counters the steps update, in their critical
-// sections, as supervisor.go does.
+// sections, as supervisor_loop.go does.
 type svStats struct {
 	attempts, successes, errors, panics, timeouts, canceled, skipped, late uint8
 }
@@ -239,7 +240,7 @@ var svCoord = svT{
 // svExplorer explores one configuration.
 type svExplorer struct {
 	t     svT
-	flow  string // a mistake in supervisor.go's control flow, for the mutation tests
+	flow  string // a mistake in the Supervisor's control flow, for the mutation tests
 	memo  map[svWorld]uint8
 	trace []string
 	bad   string
@@ -397,7 +398,7 @@ func (x *svExplorer) roundMoves(w *svWorld, ms []svMove) []svMove {
 	return ms
 }
 
-// end is supervisor.go's end, from the critical section on.
+// end is supervisor_loop.go's end, from the critical section on.
 func (x *svExplorer) end(w *svWorld) {
 	canceledBefore := w.ctxDone && w.actxSusp
 	v, f := x.t.end(&w.co, w.res, w.ctxDone)

@@ -1,6 +1,7 @@
 package circulation
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -136,6 +137,57 @@ func (n *notifier) deliver() time.Duration {
 		n.spare = q[:0]
 	}
 	return time.Since(start)
+}
+
+// postEnd posts the event of an attempt that ended with verdict v, flags
+// f, error err and drawn delay. It runs with mu held, after the stats
+// write.
+func (s *Supervisor) postEnd(v verdict, f attemptFlags, err error, delay time.Duration) {
+	now := time.Now()
+	ev := AttemptEvent{
+		Attempt:             s.number,
+		Err:                 err,
+		Start:               s.start,
+		Duration:            now.Sub(s.start),
+		ConsecutiveFailures: s.stats.consecutive.Load(),
+	}
+	switch v {
+	case verdictSuccess:
+		ev.Outcome = AttemptSucceeded
+	case verdictError:
+		ev.Outcome = AttemptFailed
+	case verdictPanic:
+		ev.Outcome = AttemptPanicked
+	case verdictPermanent, verdictPermanentSuspended:
+		ev.Outcome = AttemptStopped
+	case verdictCanceled:
+		ev.Outcome = AttemptCanceled
+	default:
+		ev.Outcome = AttemptLate
+	}
+	switch v {
+	case verdictSuccess, verdictError, verdictPanic:
+		ev.Next, ev.Scheduled = delay, s.co.current(f)
+	}
+	s.notify.post(ev)
+}
+
+// postTick posts the event of a timeout or a skip, after which the watchdog
+// runs again after d if again. It runs with mu held, after the stats write.
+func (s *Supervisor) postTick(act tickAction, d time.Duration, again bool) {
+	now := time.Now()
+	ev := AttemptEvent{
+		Outcome:             AttemptSkipped,
+		Attempt:             s.number,
+		Start:               now,
+		ConsecutiveFailures: s.stats.consecutive.Load(),
+		Next:                d,
+		Scheduled:           again,
+	}
+	if act == tickTimeout {
+		ev.Outcome, ev.Err, ev.Start, ev.Duration = AttemptTimedOut, context.DeadlineExceeded, s.start, now.Sub(s.start)
+	}
+	s.notify.post(ev)
 }
 
 // panicError describes a panic (or runtime.Goexit) for AttemptEvent.Err.

@@ -1,0 +1,108 @@
+package schedule
+
+import (
+	"context"
+	"time"
+
+	"github.com/circulation-go/circulation"
+)
+
+// active is the part of a Job that an idle job does not need: its runs,
+// what it knows of its store, and its lease machinery. Its fields are
+// guarded by Job.mu, except store, which is set once when it is made.
+type active struct {
+	store Store    // the job's store: WithStore's, or nil
+	own   *ownDues // without a store, the slots the job ran
+
+	runs    []flight      // runs in flight, to cancel on Stop and OverlapReplace
+	flights uint64        // the id of the latest flight
+	queue   []pending     // runs waiting for the runner (all policies but OverlapAllow)
+	runners int           // goroutines running the job's Func or about to
+	reports int           // runners passing the outcome of their last run to the Observer, no longer counted in runners
+	report  chan struct{} // holds a token while a run's outcome reaches the Observer, but under OverlapAllow: one at a time, in order
+	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
+	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
+
+	floor      time.Time // slots at or before it are never caught up: the job started, resumed or changed schedule then
+	missed     time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
+	look       bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
+	reclaiming bool      // LeaseStore: takeOver runs
+	r          *rare     // made when first needed
+}
+
+// rare is the part of a job's active state that few jobs need, made by
+// rareLocked when first needed: a Start's store outage, Renews that hung,
+// runners waiting in a RunLimit, catch-ups under way, retries waiting for
+// their pause, a look for expired claims of its own.
+type rare struct {
+	gap       time.Time              // Last failed when the job started, then: the slots before it, after the store's last record, are owed
+	gapSched  Schedule               // the schedule at gap
+	gapPause  time.Duration          // the latest pause of recover
+	recover   *circulation.Trigger   // reads the store again after a Start whose Last failed (recoverStart)
+	reclaimer *reclaimer             // a LeaseStore that cannot be a map key: the job's own look for expired claims, while started
+	hung      []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
+	waiting   []*waiting             // runners waiting for their turn in the job's RunLimit
+	catchUps  []time.Time            // the owed slots being caught up now
+	retries   []*retryWait           // retries waiting for their pause (WithRetry): Pause ends them
+}
+
+// rareLocked returns x.r, making it if need be. The caller holds the job's
+// lock.
+func (x *active) rareLocked() *rare {
+	if x.r == nil {
+		x.r = new(rare)
+	}
+	return x.r
+}
+
+// A flight is a run in flight.
+type flight struct {
+	id        uint64
+	due       time.Time // its run's slot; its catch-up runs come first
+	cancel    context.CancelCauseFunc
+	recovered bool // a claim taken over from another node: OverlapReplace does not cancel it
+}
+
+// A pending run is one a runner will start: a slot, or a claim a LeaseStore
+// handed over. It is small, and held by pointer past the runner's frame,
+// so that a run seldom grows its goroutine's stack before the Func does.
+type pending struct {
+	run      Run
+	claim    *handover // a claim a LeaseStore handed over, or nil: the runner claims the slot
+	start    time.Time // once claimed: when the run started (Record.Start)
+	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
+	inline   bool      // a catch-up run inside another run's: its outcome reaches the Observer at once
+	ended    *ended    // the outcome of the run, for the Observer, once it has ended; nil without an Observer
+}
+
+// An ended run's outcome, which the runner passes to the Observer once the
+// run no longer counts as in flight. It is made only for a job with an
+// Observer, so that a pending run stays small: the runner's frame holds
+// one, under the Func.
+type ended struct {
+	status Status
+	end    time.Time
+	msg    string
+}
+
+// A handover is an expired claim a LeaseStore handed over to the job.
+type handover struct {
+	rec   Record    // as Reclaim returned it
+	since time.Time // when Reclaim was called, the latest the store can have started its lease
+}
+
+// active returns j.x, making it if need be. The caller holds j.mu.
+func (j *Job) active(now time.Time) *active {
+	if j.x != nil {
+		return j.x
+	}
+	x := &active{store: j.cfg.store, floor: now}
+	if j.cfg.observer != nil && j.cfg.overlap != OverlapAllow {
+		x.report = make(chan struct{}, 1)
+	}
+	if x.store == nil {
+		x.own = new(ownDues)
+	}
+	j.x = x
+	return x
+}

@@ -1,0 +1,169 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// claimed returns the Record of the claim of p's slot, at its current
+// attempt.
+func (j *Job) claimed(p *pending) Record {
+	if h := p.claim; h != nil {
+		rec := h.rec
+		rec.Reason, rec.Start, rec.Attempt = Recovered, p.start, p.run.Attempt
+		return rec
+	}
+	r := &p.run
+	return Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
+		Start: p.start, Node: j.cfg.nodeName(), Attempt: r.Attempt}
+}
+
+// finish records the outcome of the run of p, whose Func has returned,
+// and passes it to the Observer. The outcome is what ctx said when the
+// Func returned, and runErr, the error of the Func's own context then: a
+// Stop or a replacement after that does not make a finished run Canceled.
+// Only a lease given up since decides otherwise. renew, if not nil, renews
+// the run's lease.
+//
+// An attempt that failed, of a run with attempts left (WithRetry), is
+// retried instead: finish reports again once the next attempt is claimed,
+// for the caller to run it, and returns renew, which renews its lease.
+// (Returned, not kept by the caller across the call: the runner's frame
+// stays as small as without retries.)
+//
+//go:noinline
+func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal, runErr, err error) (next *renewal, again bool) {
+	var cause error
+	if ctx.Err() != nil {
+		cause = context.Cause(ctx)
+	}
+	if testHookReturned != nil {
+		testHookReturned()
+	}
+	// A lease given up since, even after the Func returned, decides: the
+	// slot is taken over and run again, so this run is not its outcome.
+	if lost := context.Cause(ctx); errors.Is(lost, ErrLeaseNotRenewed) {
+		cause = lost
+	}
+	end := time.Now().Round(0)
+	status, msg := outcome(cause, runErr, j.cfg.timeout, err)
+	// A run that gave up its lease leaves the claim to expire, so that the
+	// slot is taken over and run again; any other outcome is recorded,
+	// while the lease is still renewed: a Renew that hangs does not make
+	// a run that ended in time lose its outcome, nor a Finish that waits
+	// let the lease expire. A renewal that comes after the Finish is
+	// refused by the store (the claim is no longer running), and changes
+	// nothing.
+	write, report := !errors.Is(cause, ErrLeaseNotRenewed), true
+	if status == Failed && p.run.Attempt < j.cfg.attempts && ctx.Err() == nil {
+		var again bool
+		if again, write, msg = j.retry(ctx, x, p, renew, end, msg); again {
+			return renew, true
+		}
+		report = false // the Observer has this attempt's outcome
+	}
+	if write {
+		var ferr error
+		switch m, ok := x.store.(*MemoryStore); {
+		case x.own != nil:
+			// A job without a Store keeps no outcome: its Observer has it.
+		case ok && p.claim == nil:
+			ferr = m.finishRun(&p.run, end, status, msg)
+		default:
+			ferr = j.finishIn(x.store, p, end, status, msg)
+		}
+		if ferr != nil {
+			msg = joinErr(msg, "schedule: finish: "+ferr.Error())
+		}
+	}
+	if renew != nil {
+		j.stopRenewal(x, renew)
+	}
+	if f := j.cfg.observer; f != nil && report {
+		if p.inline {
+			j.report(f, p, end, status, msg)
+		} else {
+			p.ended = &ended{status: status, end: end, msg: msg}
+		}
+	}
+	return nil, false
+}
+
+// finishIn records in s the outcome of the run of p, which ended at end.
+//
+//go:noinline
+func (j *Job) finishIn(s Store, p *pending, end time.Time, status Status, msg string) error {
+	rec := j.claimed(p)
+	rec.End, rec.Status, rec.Err = end, status, msg
+	// The runner made the run's context from context.Background: it has
+	// no values for Finish to keep.
+	return s.Finish(context.Background(), rec)
+}
+
+// report passes the Record of the run of p, which ended at end, to the
+// Observer f.
+//
+//go:noinline
+func (j *Job) report(f func(Record), p *pending, end time.Time, status Status, msg string) {
+	rec := j.claimed(p)
+	rec.End, rec.Status, rec.Err = end, status, msg
+	f(rec)
+}
+
+// reportEnded passes the outcome of the run of p to the Observer, and
+// then accounts for the report's end, even if the Observer panics or
+// calls runtime.Goexit. Under every policy but OverlapAllow, where runs
+// follow one another, their outcomes reach the Observer one at a time and
+// in order: a run that a RunNow from the Observer started, or the next
+// slot's, runs at once, but its outcome waits for the Observer's call
+// before it to return.
+func (j *Job) reportEnded(x *active, p *pending) {
+	if j.cfg.overlap != OverlapAllow {
+		// A channel, not a mutex: in a testing/synctest bubble, a wait
+		// on a mutex would stop the bubble's clock.
+		x.report <- struct{}{}
+		defer func() { <-x.report }()
+	}
+	defer func() {
+		j.mu.Lock()
+		x.reports--
+		j.quietLocked()
+		j.mu.Unlock()
+	}()
+	j.report(j.cfg.observer, p, p.ended.end, p.ended.status, p.ended.msg)
+}
+
+// outcome returns the status of a run and its error message, from the
+// cause of the run's cancellation, if it was cancelled, and the error of
+// its context, read when the Func returned.
+func outcome(cause, runErr error, timeout time.Duration, err error) (Status, string) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if cause != nil && runErr != context.DeadlineExceeded {
+		return Canceled, joinErr(cause.Error(), msg)
+	}
+	if runErr == context.DeadlineExceeded {
+		if errors.Is(err, context.DeadlineExceeded) {
+			msg = "" // the Func passed on its context's error
+		}
+		return Failed, joinErr(fmt.Sprintf("schedule: run timed out after %v: %v", timeout, context.DeadlineExceeded), msg)
+	}
+	if err != nil {
+		return Failed, msg
+	}
+	return Succeeded, ""
+}
+
+func joinErr(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || b == a:
+		return a
+	}
+	return a + ": " + b
+}

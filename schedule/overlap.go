@@ -1,0 +1,173 @@
+package schedule
+
+import (
+	"slices"
+	"time"
+)
+
+// submitLocked hands runs to a runner under the overlap policy, and
+// returns obs with the records of those that will not run.
+func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
+	x := j.x
+	if x == nil {
+		// Made at the first slots handed, which the job's timer may hand
+		// late: catch-up may go back to them, should their claims fail.
+		floor := time.Now().Round(0)
+		for _, p := range runs {
+			if d := p.run.Due.Add(-1); d.Before(floor) {
+				floor = d
+			}
+		}
+		x = j.active(floor)
+	}
+	for _, p := range runs {
+		if p.claim == nil && p.run.Due.After(x.handed) {
+			x.handed = p.run.Due
+		}
+	}
+	if j.state != jobStarted || j.paused() {
+		why := j.refusal()
+		for _, p := range runs {
+			obs = append(obs, j.drop(p, why))
+		}
+		return obs
+	}
+	c := j.cfg
+	if c.overlap == OverlapAllow {
+		if c.maxParallel > 0 && x.runners >= c.maxParallel {
+			for _, p := range runs {
+				obs = append(obs, j.drop(p, errOverlap))
+			}
+			return obs
+		}
+		x.runners++
+		if len(runs) == 1 {
+			j.spawnLocked(x, runs[0], nil, false) // by value: no slice to allocate
+		} else {
+			j.spawnLocked(x, pending{}, slices.Clone(runs), false) // runs is the caller's: a RunNow's stays on its stack
+		}
+		return obs
+	}
+	if x.runners == 0 {
+		// In the queue, where Pause, Stop and OverlapReplace find it
+		// until the runner takes it.
+		x.queue = append(x.queue, runs...)
+		x.runners = 1
+		j.spawnLocked(x, pending{}, nil, false)
+		return obs
+	}
+	switch c.overlap {
+	case OverlapSkip:
+		for _, p := range runs {
+			obs = append(obs, j.drop(p, errOverlap))
+		}
+	case OverlapBufferOne:
+		for _, p := range runs[:len(runs)-1] {
+			obs = append(obs, j.drop(p, errOverlap))
+		}
+		p := runs[len(runs)-1]
+		p.buffered = true
+		if n := len(x.queue); n > 0 && x.queue[n-1].buffered {
+			obs = append(obs, j.drop(x.queue[n-1], errOverlap))
+			x.queue[n-1] = p
+		} else {
+			x.queue = append(x.queue, p)
+		}
+	case OverlapReplace:
+		for _, f := range x.runs {
+			if !f.recovered { // a Recovered run is not replaced: the new runs wait for it
+				f.cancel(errReplaced)
+			}
+		}
+		obs = append(obs, j.dropQueueLocked(errReplaced)...)
+		x.queue = append(x.queue, runs...)
+	}
+	return obs
+}
+
+// spawnLocked starts a runner for first, if its Due is set, batch, and
+// then the job's queue, under
+// the job's RunLimit if it has one: the runner may wait its turn. now says
+// it may not wait (a claim taken over holds a lease). The caller holds
+// j.mu and has counted the runner in x.runners.
+func (j *Job) spawnLocked(x *active, first pending, batch []pending, now bool) {
+	l := j.cfg.limit
+	if l == nil {
+		j.w.pool.start(work{j: j, p: first, batch: batch})
+		return
+	}
+	if w := l.enter(j, first, batch, now); w != nil {
+		x.rareLocked().waiting = append(x.rareLocked().waiting, w)
+	}
+}
+
+// started notes that the RunLimit started the runner w of j's.
+func (j *Job) started(w *waiting) {
+	j.mu.Lock()
+	if x := j.x; x != nil {
+		if r := x.r; r != nil {
+			if i := slices.Index(r.waiting, w); i >= 0 {
+				r.waiting = slices.Delete(r.waiting, i, i+1)
+			}
+		}
+	}
+	j.mu.Unlock()
+}
+
+// dropWaitingLocked takes the job's runners that wait for their turn in
+// its RunLimit out of it, and returns the records of their runs, which
+// will not run. The caller holds j.mu.
+func (j *Job) dropWaitingLocked(why error) []Record {
+	x := j.x
+	if x == nil || x.r == nil || len(x.r.waiting) == 0 {
+		return nil
+	}
+	var obs []Record
+	for _, w := range x.r.waiting {
+		if !j.cfg.limit.drop(w) {
+			continue // started meanwhile: it finds the job stopped
+		}
+		x.runners--
+		if !w.p.run.Due.IsZero() {
+			obs = append(obs, j.drop(w.p, why))
+		}
+		for _, p := range w.batch {
+			obs = append(obs, j.drop(p, why))
+		}
+	}
+	x.r.waiting = x.r.waiting[:0]
+	j.quietLocked()
+	return obs
+}
+
+// refusal is why the job does not start a run: it is paused, or else
+// stopped. The caller holds j.mu.
+func (j *Job) refusal() error {
+	if j.paused() {
+		return errPaused
+	}
+	return errStopped
+}
+
+// drop returns the record of a pending run that will not run. It is
+// never a claimed run: takeOver hands those only to a runner of their
+// own, which leaves them to expire if it cannot start them.
+func (j *Job) drop(p pending, why error) Record {
+	return j.record(p.run, Skipped, why)
+}
+
+// dropQueueLocked empties the queue of pending runs and returns their
+// records.
+func (j *Job) dropQueueLocked(why error) []Record {
+	x := j.x
+	if x == nil {
+		return nil
+	}
+	var obs []Record
+	for _, p := range x.queue {
+		obs = append(obs, j.drop(p, why))
+	}
+	clear(x.queue)
+	x.queue = x.queue[:0]
+	return obs
+}
