@@ -236,6 +236,8 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("end", errors.New("before start"))
 	case !d.End.IsZero() && d.End.Before(now):
 		return fail("end", errors.New(d.End.UTC().Format(time.RFC3339)+" has passed"))
+	case d.Start.After(now.AddDate(aheadYears, 0, 0)):
+		return fail("start", errors.New(d.Start.UTC().Format(time.RFC3339)+" is more than "+strconv.Itoa(aheadYears)+" years ahead"))
 	}
 	m, ok := misfires[d.Misfire]
 	if !ok {

@@ -202,6 +202,7 @@ func parseDuration(s string) (Duration, error) {
 //   - Overlap or Misfire is not one of the names in their docs;
 //   - Timeout, Retry.Attempts or Retry.Backoff is negative; Created is
 //     outside the years 1678 to 2262;
+//   - Start is more than 100 years ahead;
 //   - Spec has no time to run at ("spec"): no time in the next 100 years
 //     after now (such as "0 0 30 2 *", February 30), or none within
 //     [Start, End]. For a Once task, the one time it runs at (see Once)

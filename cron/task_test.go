@@ -59,7 +59,7 @@ func refused(now time.Time) map[string]struct {
 		"once after end": {"spec", base(func(d *cron.Task) {
 			d.Spec, d.Once, d.Permanent, d.End = "0 12 * * *", true, false, now.Add(11*time.Hour)
 		})},
-		"in 150 years": {"spec", base(func(d *cron.Task) { d.Start = now.AddDate(150, 0, 0) })},
+		"in 150 years": {"start", base(func(d *cron.Task) { d.Start = now.AddDate(150, 0, 0) })},
 	}
 }
 
