@@ -71,7 +71,7 @@
 			words.className = "words";
 			words.textContent = p.description;
 			line.appendChild(words);
-			line.appendChild(document.createTextNode(", in " + p.zone + ". Next runs:"));
+			line.appendChild(document.createTextNode(". Next runs:"));
 			out.appendChild(line);
 			var list = document.createElement("ol");
 			list.className = "upcoming";
