@@ -32,10 +32,21 @@ type fixture struct {
 }
 
 // The handlers of the fixture's tasks: "ok" succeeds, "fail" fails with
-// the task's business id as its error.
+// an error that quotes the task's business id, "slow" succeeds after
+// 400ms.
 var handlers = map[string]cron.Handler{
-	"ok":   func(context.Context, string, schedule.Run) error { return nil },
-	"fail": func(_ context.Context, id string, _ schedule.Run) error { return errors.New(id) },
+	"ok": func(context.Context, string, schedule.Run) error { return nil },
+	"fail": func(_ context.Context, id string, _ schedule.Run) error {
+		return errors.New("cannot reach " + id + ": connection refused")
+	},
+	"slow": func(ctx context.Context, _ string, _ schedule.Run) error {
+		select {
+		case <-time.After(400 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	},
 }
 
 // task returns a permanent task of the handler "ok", at 09:00 UTC every
