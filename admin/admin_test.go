@@ -355,7 +355,7 @@ func TestRunPauseResume(t *testing.T) {
 		task, _, _ := f.defs.Get(context.Background(), "daily")
 		assert.True(t, task.Paused, "the definition is paused, for every replica")
 		assert.Contains(t, f.get("/jobs/").body, `<span class="badge paused">paused</span>`)
-		assert.Contains(t, f.get("/jobs/").body, `action="resume"`)
+		assert.Contains(t, f.get("/jobs/").body, `formaction="resume"`)
 
 		// A paused task is not run: the Table says so.
 		res = f.post("/jobs/api/run", form("kind", "task", "name", "daily"))

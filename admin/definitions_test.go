@@ -178,7 +178,7 @@ func TestNoDefinitions(t *testing.T) {
 		defer f.stop()
 		assert.NotContains(t, f.get("/jobs/").body, `href="new"`)
 		assert.NotContains(t, f.get("/jobs/task?name=daily").body, `href="edit`)
-		assert.Contains(t, f.get("/jobs/task?name=daily").body, `action="pause"`)
+		assert.Contains(t, f.get("/jobs/task?name=daily").body, `formaction="pause"`)
 		assert.Equal(t, 404, f.get("/jobs/new").status)
 		assert.Equal(t, 404, f.post("/jobs/create", form("name", "x")).status)
 		assert.Equal(t, 404, f.get("/jobs/api/definition?name=daily").status)

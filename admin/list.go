@@ -37,9 +37,9 @@ type entry struct {
 	kind  string
 	name  string
 	lower string          // name in lower case, for the search
-	task  *cron.TaskState // kindTask
-	job   *jobInfo        // kindJob
-	last  schedule.Record // kindJob's, from the Store
+	task  *cron.TaskState  // kindTask
+	job   *jobInfo         // kindJob
+	last  *schedule.Record // kindJob's, from the Store; nil if none
 }
 
 // snapshots hands out the latest snapshot, reading the tasks and jobs
@@ -140,7 +140,11 @@ func (h *handler) read(ctx context.Context) *snapshot {
 		}
 		ji := jobs[j]
 		name := ji.job.Name()
-		snap.entries = append(snap.entries, entry{kind: kindJob, name: name, lower: strings.ToLower(name), job: ji, last: lasts[name]})
+		e := entry{kind: kindJob, name: name, lower: strings.ToLower(name), job: ji}
+		if r, ok := lasts[name]; ok {
+			e.last = &r
+		}
+		snap.entries = append(snap.entries, e)
 		j++
 	}
 	return snap
@@ -216,7 +220,10 @@ func (h *handler) row(e *entry) row {
 	case kindJob:
 		ji := e.job
 		r.Spec, r.loc = ji.spec, ji.loc
-		r.Next, last = ji.job.Next(), e.last
+		r.Next = ji.job.Next()
+		if e.last != nil {
+			last = *e.last
+		}
 		r.Paused = h.jobPaused(e.name)
 	}
 	r.Description = h.describe(r.Spec, r.loc)
