@@ -36,7 +36,7 @@ type snapshot struct {
 type entry struct {
 	kind  string
 	name  string
-	lower string          // name in lower case, for the search
+	lower string           // name in lower case, for the search
 	task  *cron.TaskState  // kindTask
 	job   *jobInfo         // kindJob
 	last  *schedule.Record // kindJob's, from the Store; nil if none
