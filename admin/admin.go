@@ -118,7 +118,8 @@ type jobInfo struct {
 // New returns an http.Handler that serves the admin page of opts' Table
 // and Jobs, and its JSON routes (see the package doc), at its root: mount
 // it under a prefix with http.StripPrefix. Its links and redirects are
-// relative, so that they keep the prefix.
+// relative, so that they keep the prefix. The handler is safe for
+// concurrent use.
 //
 // New panics if a Job is nil, if two Jobs share a name, or if a spec of
 // Specs names no Job or does not parse.
