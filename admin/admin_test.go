@@ -1,0 +1,405 @@
+package admin_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/admin"
+	"github.com/circulation-go/circulation/cron"
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// The JSON of the routes, as a script reads it.
+type (
+	jsonRecord struct {
+		Due      time.Time `json:"due"`
+		Status   string    `json:"status"`
+		Reason   string    `json:"reason"`
+		Attempt  int       `json:"attempt"`
+		Duration string    `json:"duration"`
+		Error    string    `json:"error"`
+	}
+	jsonRow struct {
+		Kind        string      `json:"kind"`
+		Name        string      `json:"name"`
+		Spec        string      `json:"spec"`
+		Description string      `json:"description"`
+		Zone        string      `json:"zone"`
+		Next        time.Time   `json:"next"`
+		Last        *jsonRecord `json:"last"`
+		Running     int         `json:"running"`
+		Paused      bool        `json:"paused"`
+	}
+	jsonList struct {
+		Query    string    `json:"query"`
+		Page     int       `json:"page"`
+		Pages    int       `json:"pages"`
+		PageSize int       `json:"pageSize"`
+		Total    int       `json:"total"`
+		Items    []jsonRow `json:"items"`
+	}
+	jsonDetail struct {
+		jsonRow
+		Definition *cron.Task   `json:"definition"`
+		Loaded     bool         `json:"loaded"`
+		Upcoming   []time.Time  `json:"upcoming"`
+		History    []jsonRecord `json:"history"`
+		Page       int          `json:"page"`
+		More       bool         `json:"more"`
+	}
+	jsonPreview struct {
+		Description string      `json:"description"`
+		Zone        string      `json:"zone"`
+		Next        []time.Time `json:"next"`
+		Error       string      `json:"error"`
+		Field       string      `json:"field"`
+	}
+	jsonFailure struct {
+		Error string `json:"error"`
+		Field string `json:"field"`
+	}
+)
+
+// TestRoutes checks the status and type of every route, mounted under
+// /jobs/.
+func TestRoutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil, task("daily"))
+		defer f.stop()
+		html, js := "text/html; charset=utf-8", "application/json"
+		for _, c := range []struct {
+			method, target string
+			status         int
+			typ            string
+		}{
+			{"GET", "/jobs/", 200, html},
+			{"HEAD", "/jobs/", 200, html},
+			{"GET", "/jobs/?q=dai&page=1", 200, html},
+			{"GET", "/jobs/?page=0", 400, html},
+			{"GET", "/jobs/?page=x", 400, html},
+			{"GET", "/jobs/task?name=daily", 200, html},
+			{"GET", "/jobs/task?name=daily&page=2", 200, html},
+			{"GET", "/jobs/task?name=nope", 404, html},
+			{"GET", "/jobs/task?name=report", 404, html}, // a job, not a task
+			{"GET", "/jobs/job?name=report", 200, html},
+			{"GET", "/jobs/job?name=daily", 404, html},
+			{"GET", "/jobs/new", 200, html},
+			{"GET", "/jobs/edit?name=daily", 200, html},
+			{"GET", "/jobs/edit?name=nope", 404, html},
+			{"GET", "/jobs/static/admin.css", 200, "text/css; charset=utf-8"},
+			{"GET", "/jobs/static/admin.js", 200, "text/javascript; charset=utf-8"},
+			{"GET", "/jobs/static/nope.js", 404, "text/plain; charset=utf-8"},
+			{"GET", "/jobs/nope", 404, html},
+			{"GET", "/jobs/api/tasks", 200, js},
+			{"GET", "/jobs/api/tasks?page=-1", 400, js},
+			{"GET", "/jobs/api/task?name=daily", 200, js},
+			{"GET", "/jobs/api/task?name=nope", 404, js},
+			{"GET", "/jobs/api/job?name=report", 200, js},
+			{"GET", "/jobs/api/job?name=nope", 404, js},
+			{"GET", "/jobs/api/definition?name=daily", 200, js},
+			{"GET", "/jobs/api/definition?name=nope", 404, js},
+			{"GET", "/jobs/api/preview?spec=0+9+*+*+*", 200, js},
+			{"GET", "/jobs/api/preview?spec=0+9+*+*+*&zone=Europe/Paris", 200, js},
+			{"GET", "/jobs/api/preview?spec=0+25+*+*+*", 422, js},
+			{"GET", "/jobs/api/preview?spec=0+9+*+*+*&zone=Mars/Olympus", 422, js},
+			{"GET", "/jobs/api/nope", 404, js},
+			{"POST", "/jobs/", 405, html},
+			{"GET", "/jobs/run", 405, html},
+			{"DELETE", "/jobs/api/delete", 405, js},
+			{"POST", "/jobs/run", 400, html}, // no kind
+			{"POST", "/jobs/api/run", 400, js},
+			{"POST", "/jobs/run?kind=task&name=nope", 404, html},
+			{"POST", "/jobs/api/pause?kind=job&name=nope", 404, js},
+			{"POST", "/jobs/api/create", 400, js}, // no body
+			{"POST", "/jobs/delete?name=nope&version=1", 404, html},
+		} {
+			res := f.do(c.method, c.target, nil)
+			assert.Equal(t, c.status, res.status, "%s %s: %s", c.method, c.target, res.body)
+			assert.Equal(t, c.typ, res.header.Get("Content-Type"), "%s %s", c.method, c.target)
+			if c.typ == html {
+				assert.Contains(t, res.header.Get("Content-Security-Policy"), "default-src 'self'", "%s %s", c.method, c.target)
+				assert.Equal(t, "nosniff", res.header.Get("X-Content-Type-Options"))
+			}
+		}
+	})
+}
+
+// TestPrefix checks that every link, form and redirect of the pages is
+// relative, so that the page works under any prefix: on a real server,
+// through a real client that follows redirects.
+func TestPrefix(t *testing.T) {
+	f := newFixture(t, nil, task("daily"), task("a/b?c=d&e#f"))
+	defer f.stop()
+	srv := httptest.NewServer(f.h)
+	defer srv.Close()
+	c := srv.Client()
+
+	attr := regexp.MustCompile(`(?:href|action|src)="([^"]*)"`)
+	for _, page := range []string{"/jobs/", "/jobs/task?name=daily", "/jobs/job?name=report", "/jobs/new", "/jobs/edit?name=daily"} {
+		res, err := c.Get(srv.URL + page)
+		require.NoError(t, err)
+		b := readAll(t, res)
+		require.Equal(t, 200, res.StatusCode, page)
+		for _, m := range attr.FindAllStringSubmatch(b, -1) {
+			assert.False(t, strings.HasPrefix(m[1], "/") || strings.Contains(m[1], "://"), "%s links to %s", page, m[1])
+		}
+	}
+
+	// A link to a task with a name that is a path and a query.
+	res, err := c.Get(srv.URL + "/jobs/")
+	require.NoError(t, err)
+	b := readAll(t, res)
+	assert.Contains(t, b, `href="task?name=a%2Fb%3Fc%3Dd%26e%23f"`)
+	res, err = c.Get(srv.URL + "/jobs/task?name=a%2Fb%3Fc%3Dd%26e%23f")
+	require.NoError(t, err)
+	assert.Equal(t, 200, res.StatusCode)
+	assert.Contains(t, readAll(t, res), "a/b?c=d&amp;e#f")
+
+	// A write redirects within the prefix, to the task's page.
+	res, err = c.PostForm(srv.URL+"/jobs/pause", form("kind", "task", "name", "daily"))
+	require.NoError(t, err)
+	assert.Equal(t, 200, res.StatusCode)
+	assert.Equal(t, "/jobs/task", res.Request.URL.Path)
+	assert.Equal(t, "pause", res.Request.URL.Query().Get("done"))
+	assert.Contains(t, readAll(t, res), "Paused: its slots pass")
+
+	// From the list, back to the list's page and search.
+	res, err = c.PostForm(srv.URL+"/jobs/resume", form("kind", "task", "name", "daily", "from", "list", "back", "q=dai&page=1"))
+	require.NoError(t, err)
+	assert.Equal(t, "/jobs/", res.Request.URL.Path)
+	assert.Equal(t, "done=resume&q=dai", res.Request.URL.RawQuery)
+	readAll(t, res)
+
+	// Mounted without a ServeMux, /jobs redirects to /jobs/, not to /.
+	bare := httptest.NewServer(http.StripPrefix("/jobs", admin.New(admin.Options{Table: f.table})))
+	defer bare.Close()
+	res, err = bare.Client().Get(bare.URL + "/jobs")
+	require.NoError(t, err)
+	assert.Equal(t, 200, res.StatusCode)
+	assert.Equal(t, "/jobs/", res.Request.URL.Path)
+	readAll(t, res)
+}
+
+// TestReadOnly checks that without Authorize no write is made, and no
+// button shown.
+func TestReadOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, func(o *admin.Options) { o.Authorize = nil }, task("daily"))
+		defer f.stop()
+		for _, page := range []string{"/jobs/", "/jobs/task?name=daily", "/jobs/job?name=report"} {
+			res := f.get(page)
+			require.Equal(t, 200, res.status)
+			assert.NotContains(t, res.body, `method="post"`, page)
+			assert.NotContains(t, res.body, `href="new"`, page)
+			assert.Contains(t, res.body, "read-only", page)
+		}
+		for _, w := range []struct{ target, body string }{
+			{"/jobs/run", "kind=task&name=daily"},
+			{"/jobs/pause", "kind=task&name=daily"},
+			{"/jobs/resume", "kind=job&name=report"},
+			{"/jobs/run", "kind=job&name=report"},
+			{"/jobs/api/run", "kind=task&name=daily"},
+			{"/jobs/create", "name=x&handler=ok&spec=*+*+*+*+*&permanent=1"},
+			{"/jobs/update", "name=daily&handler=ok&spec=*+*+*+*+*&permanent=1&version=1"},
+			{"/jobs/delete", "name=daily&version=1"},
+			{"/jobs/api/delete", "name=daily&version=1"},
+		} {
+			r := httptest.NewRequest("POST", "http://admin.test"+w.target, strings.NewReader(w.body))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			rec := httptest.NewRecorder()
+			f.h.ServeHTTP(rec, r)
+			assert.Equal(t, 403, rec.Code, w.target)
+			assert.Contains(t, rec.Body.String(), "read-only", w.target)
+		}
+		for _, page := range []string{"/jobs/new", "/jobs/edit?name=daily"} {
+			assert.Equal(t, 403, f.get(page).status, page)
+		}
+		synctest.Wait()
+		_, err := f.store.Last(context.Background(), "daily")
+		assert.ErrorIs(t, err, schedule.ErrNoRecord, "a task ran")
+		assert.Zero(t, f.jobRuns.Load(), "the job ran")
+		_, v, err := f.defs.Get(context.Background(), "daily")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), v, "the definition changed")
+	})
+}
+
+// TestAuthorize checks that Authorize decides, request by request, on the
+// buttons and the writes.
+func TestAuthorize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		admins := func(r *http.Request) bool { return r.Header.Get("X-User") == "admin" }
+		f := newFixture(t, func(o *admin.Options) { o.Authorize = admins }, task("daily"))
+		defer f.stop()
+		assert.NotContains(t, f.get("/jobs/").body, `action="run"`)
+		assert.Contains(t, f.do("GET", "/jobs/", nil, "X-User", "admin").body, `action="run"`)
+
+		res := f.post("/jobs/pause", form("kind", "task", "name", "daily"))
+		assert.Equal(t, 403, res.status)
+		assert.Contains(t, res.body, "You may look, not change anything.")
+		res = f.do("POST", "/jobs/pause", form("kind", "task", "name", "daily"), "X-User", "admin")
+		assert.Equal(t, 303, res.status)
+		assert.Equal(t, "task?done=pause&name=daily", res.header.Get("Location"))
+		assert.True(t, f.tasks()["daily"].Task.Paused)
+	})
+}
+
+// TestCrossOrigin checks that a browser's write from another site is
+// refused, and one from the page's own origin, or a script's, is made.
+func TestCrossOrigin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil, task("daily"))
+		defer f.stop()
+		pause := form("kind", "task", "name", "daily")
+		for _, hdr := range [][]string{
+			{"Sec-Fetch-Site", "cross-site"},
+			{"Sec-Fetch-Site", "same-site"},
+			{"Origin", "http://evil.test"},
+		} {
+			res := f.do("POST", "/jobs/pause", pause, hdr...)
+			assert.Equal(t, 403, res.status, hdr)
+			assert.Contains(t, res.body, "A change from another site is refused.")
+			res = f.do("POST", "/jobs/api/pause", pause, hdr...)
+			assert.Equal(t, 403, res.status, hdr)
+		}
+		assert.False(t, f.tasks()["daily"].Task.Paused)
+		for _, hdr := range [][]string{
+			{"Sec-Fetch-Site", "same-origin"},
+			{"Origin", "http://admin.test"},
+			{}, // curl
+		} {
+			assert.Equal(t, 200, f.do("POST", "/jobs/api/pause", pause, hdr...).status, hdr)
+		}
+		assert.True(t, f.tasks()["daily"].Task.Paused)
+	})
+}
+
+// TestEscaped checks that the texts of users, a task's name, its spec,
+// its business id and its run's error, reach the page as text.
+func TestEscaped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const evil = `<script>alert("x")</script>`
+		bad := cron.Task{Name: evil, Handler: "fail", BusinessID: `<img src=x onerror=alert(1)>`, Spec: "0 9 * * *", Permanent: true}
+		f := newFixture(t, nil, bad)
+		defer f.stop()
+		require.Equal(t, 303, f.post("/jobs/run", form("kind", "task", "name", evil)).status)
+		synctest.Wait() // the run has failed and been recorded
+		for _, page := range []string{"/jobs/", "/jobs/task?name=" + urlEscape(evil), "/jobs/?q=" + urlEscape("<script>"),
+			"/jobs/edit?name=" + urlEscape(evil)} {
+			res := f.get(page)
+			require.Equal(t, 200, res.status, page)
+			assert.NotContains(t, res.body, "<script>alert", page)
+			assert.NotContains(t, res.body, "<img src=x", page)
+			assert.Contains(t, res.body, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", page)
+		}
+		res := f.get("/jobs/task?name=" + urlEscape(evil))
+		assert.Contains(t, res.body, "&lt;img src=x onerror=alert(1)&gt;", "the run's error")
+		assert.Contains(t, res.body, "Failed")
+
+		// A spec refused, with its text quoted in the error.
+		res = f.post("/jobs/create", form("name", "x", "handler", "ok", "spec", `0 9 * * <b>mon</b>`, "permanent", "1"))
+		assert.Equal(t, 422, res.status)
+		assert.Contains(t, res.body, "&lt;b&gt;mon&lt;/b&gt;")
+		assert.NotContains(t, res.body, "<b>mon")
+		p := f.get("/jobs/api/preview?spec=" + urlEscape("<b>"))
+		assert.Equal(t, 422, p.status)
+		assert.NotContains(t, p.body, "<b>")
+		assert.Contains(t, p.body, `\u003cb\u003e`)
+
+		// An unknown page= or kind= is not echoed.
+		res = f.post("/jobs/run", form("kind", evil, "name", evil))
+		assert.Equal(t, 400, res.status)
+		assert.NotContains(t, res.body, "<script>")
+	})
+}
+
+// TestRunPauseResume runs, pauses and resumes a task and a job through
+// the page, and checks what the Table, the Job and the pages say.
+func TestRunPauseResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil, task("daily"))
+		defer f.stop()
+
+		res := f.post("/jobs/run", form("kind", "task", "name", "daily"))
+		require.Equal(t, 303, res.status)
+		assert.Equal(t, "task?done=run&name=daily", res.header.Get("Location"))
+		synctest.Wait()
+		var d jsonDetail
+		f.getJSON("/jobs/api/task?name=daily", 200, &d)
+		require.Len(t, d.History, 1)
+		assert.Equal(t, "Succeeded", d.History[0].Status)
+		assert.Equal(t, "Manual", d.History[0].Reason)
+		assert.Equal(t, 1, d.History[0].Attempt)
+		require.NotNil(t, d.Last)
+		assert.Equal(t, "Succeeded", d.Last.Status)
+		assert.Len(t, d.Upcoming, 10)
+		assert.Equal(t, d.Next, d.Upcoming[0])
+
+		require.Equal(t, 303, f.post("/jobs/pause", form("kind", "task", "name", "daily", "from", "list")).status)
+		f.getJSON("/jobs/api/task?name=daily", 200, &d)
+		assert.True(t, d.Paused)
+		assert.True(t, d.Next.IsZero())
+		assert.Empty(t, d.Upcoming)
+		assert.True(t, d.Definition.Paused)
+		task, _, _ := f.defs.Get(context.Background(), "daily")
+		assert.True(t, task.Paused, "the definition is paused, for every replica")
+		assert.Contains(t, f.get("/jobs/").body, `<span class="badge paused">paused</span>`)
+		assert.Contains(t, f.get("/jobs/").body, `formaction="resume"`)
+
+		// A paused task is not run: the Table says so.
+		res = f.post("/jobs/api/run", form("kind", "task", "name", "daily"))
+		assert.Equal(t, 409, res.status)
+		assert.Contains(t, res.body, "paused")
+
+		require.Equal(t, 200, f.post("/jobs/api/resume", form("kind", "task", "name", "daily")).status)
+		f.getJSON("/jobs/api/task?name=daily", 200, &d)
+		assert.False(t, d.Paused)
+		assert.False(t, d.Next.IsZero())
+
+		// The Job.
+		require.Equal(t, 303, f.post("/jobs/run", form("kind", "job", "name", "report")).status)
+		synctest.Wait()
+		assert.Equal(t, int64(1), f.jobRuns.Load())
+		f.getJSON("/jobs/api/job?name=report", 200, &d)
+		require.Len(t, d.History, 1)
+		assert.Equal(t, "Manual", d.History[0].Reason)
+		assert.Equal(t, "At 06:30 in UTC, Monday through Friday", d.Description)
+		require.Equal(t, 303, f.post("/jobs/pause", form("kind", "job", "name", "report")).status)
+		assert.True(t, f.job.Next().IsZero())
+		f.getJSON("/jobs/api/job?name=report", 200, &d)
+		assert.True(t, d.Paused)
+		require.Equal(t, 303, f.post("/jobs/resume", form("kind", "job", "name", "report")).status)
+		assert.False(t, f.job.Next().IsZero())
+	})
+}
+
+// tasks returns the Table's tasks by name.
+func (f *fixture) tasks() map[string]cron.TaskState {
+	m := map[string]cron.TaskState{}
+	for _, s := range f.table.Tasks() {
+		m[s.Task.Name] = s
+	}
+	return m
+}
+
+func urlEscape(s string) string { return url.QueryEscape(s) }
+
+// readAll reads the body of res.
+func readAll(t *testing.T, res *http.Response) string {
+	t.Helper()
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return string(b)
+}

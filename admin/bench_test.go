@@ -1,0 +1,166 @@
+package admin_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/circulation-go/circulation/admin"
+	"github.com/circulation-go/circulation/cron"
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/wheel"
+)
+
+// benchSpecs and benchZones are what a service's users pick, as in cron's
+// BenchmarkTable, less the specs due every few minutes, whose runs would
+// come in the middle of the measure.
+var (
+	benchSpecs = []string{"0 9 * * 1-5", "0 9 * * *", "0 * * * *", "30 2 * * *", "0 0 1 * *",
+		"15 10 * * 1", "0 18 * * 5", "0 12 1,15 * *", "45 23 * * *", "0 6 * * 0,6"}
+	benchZones = []string{"", "Europe/Paris", "America/New_York", "Asia/Tokyo", "Europe/London", "Australia/Sydney"}
+)
+
+// serve serves one GET of target and returns its status and body.
+func serve(h http.Handler, target string) (int, []byte) {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "http://admin.test"+target, nil))
+	return w.Code, w.Body.Bytes()
+}
+
+// report reports the size of a page, as sent and gzipped, and the time
+// to serve it.
+func report(b *testing.B, body []byte) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(body)
+	zw.Close()
+	b.ReportMetric(float64(len(body)), "B/page")
+	b.ReportMetric(float64(z.Len()), "gzB/page")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/page")
+}
+
+// BenchmarkListPage measures the list with 100,000 tasks, each with a
+// last record in a MemoryStore: a page read from the snapshot in cache
+// (SnapshotAge, as most requests are), and a page that reads the Table
+// again (SnapshotAge < 0, as the first request after a second does), a
+// search and the last page. B/page is the size of the HTML sent. Run it
+// three times and take the medians (admin/DESIGN.md):
+//
+//	cd admin && go test -run '^$' -bench '^BenchmarkListPage$' -benchtime 20x -count 3 .
+func BenchmarkListPage(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	store := schedule.NewMemoryStore(10)
+	defs := make([]cron.Task, n)
+	due := time.Now().Truncate(time.Second) // no slot since: no catch-up runs
+	for i := range defs {
+		name := fmt.Sprintf("shop-%06d report", i)
+		defs[i] = cron.Task{Name: name, Handler: "ok", BusinessID: "shop-" + strconv.Itoa(i),
+			Spec: benchSpecs[i%len(benchSpecs)], Zone: benchZones[i%len(benchZones)], Permanent: true}
+		r := schedule.Record{Job: name, Due: due, Status: schedule.Running, Start: due, Node: "node-1", Attempt: 1}
+		if err := store.Claim(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		r.Status, r.End = schedule.Succeeded, due.Add(1200*time.Millisecond)
+		if i%7 == 0 {
+			r.Status, r.Err = schedule.Failed, "shop unreachable: connection refused"
+		}
+		if err := store.Finish(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w := wheel.New()
+	defer w.Stop()
+	tab := cron.NewTable(handlers, cron.WithLocation(time.UTC), cron.WithStore(store),
+		cron.WithJobOptions(schedule.WithScheduler(w)))
+	if _, err := tab.Apply(ctx, defs); err != nil {
+		b.Fatal(err)
+	}
+	defer tab.Stop(ctx)
+
+	page := func(age time.Duration) http.Handler {
+		return admin.New(admin.Options{Table: tab, Store: store, Authorize: allow, Location: time.UTC, SnapshotAge: age})
+	}
+	cached, fresh := page(time.Hour), page(-1)
+	for _, c := range []struct {
+		name   string
+		h      http.Handler
+		target string
+	}{
+		{"snapshot=cached", cached, "/"},
+		{"snapshot=read", fresh, "/"},
+		{"snapshot=cached/search", cached, "/?q=shop-0999"},
+		{"snapshot=cached/last-page", cached, "/?page=2000"},
+		{"snapshot=cached/json", cached, "/api/tasks"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			serve(c.h, c.target) // the snapshot, read
+			var body []byte
+			for b.Loop() {
+				var code int
+				if code, body = serve(c.h, c.target); code != 200 {
+					b.Fatalf("status %d", code)
+				}
+			}
+			report(b, body)
+		})
+	}
+}
+
+// BenchmarkJobPage measures a job's page with 10,000 records in its
+// history, in a MemoryStore: its first page of 50, and its last, the
+// 200th, for which the store reads all 10,000 (History has no offset).
+//
+//	cd admin && go test -run '^$' -bench '^BenchmarkJobPage$' -benchtime 20x -count 3 .
+func BenchmarkJobPage(b *testing.B) {
+	const n = 10_000
+	ctx := context.Background()
+	store := schedule.NewMemoryStore(n)
+	due := time.Now().Add(-n * time.Minute).Truncate(time.Minute)
+	for i := range n {
+		r := schedule.Record{Job: "report", Due: due, Status: schedule.Running, Start: due, Node: "node-1", Attempt: 1}
+		if err := store.Claim(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		r.Status, r.End = schedule.Succeeded, due.Add(1200*time.Millisecond)
+		if i%7 == 0 {
+			r.Status, r.Err = schedule.Failed, "shop unreachable: connection refused"
+		}
+		if err := store.Finish(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		due = due.Add(time.Minute)
+	}
+	s, err := cron.Parse("0 * * * *", time.UTC)
+	if err != nil {
+		b.Fatal(err)
+	}
+	job := schedule.NewJob("report", s, func(context.Context, schedule.Run) error { return nil }, schedule.WithStore(store))
+	if err := job.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer job.Stop(ctx)
+	h := admin.New(admin.Options{Jobs: []*schedule.Job{job}, Specs: map[string]string{"report": "0 * * * *"},
+		Store: store, Authorize: allow, Location: time.UTC})
+	for _, page := range []int{1, 200} {
+		b.Run("page="+strconv.Itoa(page), func(b *testing.B) {
+			b.ReportAllocs()
+			target := "/job?name=report&page=" + strconv.Itoa(page)
+			var body []byte
+			for b.Loop() {
+				var code int
+				if code, body = serve(h, target); code != 200 {
+					b.Fatalf("status %d", code)
+				}
+			}
+			report(b, body)
+		})
+	}
+}

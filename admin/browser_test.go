@@ -1,0 +1,218 @@
+package admin_test
+
+import (
+	"context"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/admin"
+	"github.com/circulation-go/circulation/cron"
+)
+
+var screenshots = flag.Bool("screenshots", false, "write the screenshots of TestBrowser to testdata/screenshots, for the README")
+
+// chromium returns the path of a Chromium or Chrome to drive: Debian's
+// chromium package, which .ci/run installs. Without one, the test is
+// skipped, but under CI, where it fails.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium to drive: apt-get install chromium")
+	}
+	t.Skip("no chromium to drive (apt-get install chromium); the browser tests are skipped")
+	return ""
+}
+
+// browserTasks are the tasks of the browser's service: what the
+// screenshots show.
+func browserTasks() []cron.Task {
+	return []cron.Task{
+		{Name: "shop-1 daily report", Handler: "slow", BusinessID: "shop-1", Spec: "0 9 * * 1-5", Zone: "Europe/Paris", Permanent: true},
+		{Name: "shop-2 stock export", Handler: "fail", BusinessID: "shop-2", Spec: "*/15 8-18 * * *", Zone: "America/New_York",
+			Permanent: true, Timeout: cron.Duration(time.Minute)},
+		{Name: "shop-3 weekly digest", Handler: "ok", BusinessID: "shop-3", Spec: "0 8 * * MON", Zone: "Asia/Tokyo", Permanent: true},
+		{Name: "nightly cleanup", Handler: "ok", Spec: "30 2 * * *", Zone: "America/New_York", Permanent: true, Paused: true},
+		{Name: "invoice reminders", Handler: "ok", Spec: "0 10 1 * *", Zone: "Europe/London", Permanent: true, Overlap: "buffer-one",
+			Retry: cron.Retry{Attempts: 3, Backoff: cron.Duration(time.Minute)}},
+	}
+}
+
+// TestBrowser drives the page in a real browser: it opens the list, runs
+// a task now and sees its record appear, pauses and resumes one, edits a
+// spec and sees the preview, and takes screenshots on the way.
+func TestBrowser(t *testing.T) {
+	path := chromium(t)
+	f := newFixture(t, func(o *admin.Options) {
+		o.Refresh = 300 * time.Millisecond
+		o.SnapshotAge = 200 * time.Millisecond
+		o.Title = "Shop jobs"
+	}, browserTasks()...)
+	defer f.stop()
+	for _, name := range []string{"shop-2 stock export", "shop-3 weekly digest"} {
+		require.NoError(t, f.table.RunNow(name))
+	}
+	f.job.RunNow()
+	srv := httptest.NewServer(f.h)
+	defer srv.Close()
+	base := srv.URL + "/jobs/"
+
+	shots := t.TempDir()
+	if *screenshots {
+		shots = filepath.Join("testdata", "screenshots")
+		require.NoError(t, os.MkdirAll(shots, 0o755))
+	}
+
+	// One browser for every step, a tab each; generous waits, for a
+	// loaded machine.
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
+		append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1280, 860))...)
+	defer cancel()
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+	require.NoError(t, chromedp.Do(browser), "starting %s", path)
+
+	// tab opens a tab, and returns a context for its actions that ends
+	// after a minute.
+	tab := func(t *testing.T) context.Context {
+		ctx, cancel := chromedp.NewContext(browser)
+		t.Cleanup(cancel)
+		require.NoError(t, chromedp.Do(ctx))
+		tctx, tcancel := context.WithTimeout(ctx, time.Minute)
+		t.Cleanup(tcancel)
+		return tctx
+	}
+	shoot := func(t *testing.T, ctx context.Context, name string) {
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(shots, name), png, 0o644))
+	}
+	// until waits for a JavaScript condition to hold.
+	until := func(t *testing.T, ctx context.Context, cond string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond),
+			chromedp.WithPollingTimeout(45*time.Second)))
+		if err != nil {
+			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+			t.Fatalf("waiting for %s: %v; the page says:\n%s", cond, err, body)
+		}
+	}
+
+	// retype empties the input id, then types text into it, key by key.
+	retype := func(t *testing.T, ctx context.Context, id, text string) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(ctx,
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("`+id+`").value = ""`),
+			chromedp.SendKeys(chromedp.ID(id), text)))
+	}
+
+	t.Run("list", func(t *testing.T) {
+		ctx := tab(t)
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base),
+			chromedp.WaitVisible(chromedp.CSS("table.jobs tbody tr"))))
+		until(t, ctx, `document.querySelectorAll("table.jobs .s-failed").length > 0`)
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.jobs")))
+		require.NoError(t, err)
+		for _, want := range []string{"shop-1 daily report", "At 09:00 in Europe/Paris, Monday through Friday", "0 9 * * 1-5",
+			"nightly cleanup", "paused", "report", "Succeeded", "Failed"} {
+			assert.Contains(t, text, want)
+		}
+		shoot(t, ctx, "list.png")
+
+		// The search, with the keyboard.
+		require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("q"), "shop\n"),
+			chromedp.WaitVisible(chromedp.CSS(`form.search a`)))) // Clear, on the results only
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("table.jobs tbody tr").length`))
+		require.NoError(t, err)
+		assert.Equal(t, 3, n)
+
+		// A phone, 360 pixels wide: every row a card.
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(360, 780), chromedp.Navigate(base),
+			chromedp.WaitVisible(chromedp.CSS("table.jobs tbody tr"))))
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		require.NoError(t, err)
+		assert.LessOrEqual(t, wide, 360, "no sideways scrolling on a phone")
+		shoot(t, ctx, "phone.png")
+	})
+
+	t.Run("run now", func(t *testing.T) {
+		ctx := tab(t)
+		page := base + "task?name=" + urlEscape("shop-1 daily report")
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(".facts"))))
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("table.history tbody tr").length`))
+		require.NoError(t, err)
+		require.Zero(t, n, "no record yet")
+		require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[aria-label="Run shop-1 daily report now"]`)),
+			chromedp.WaitVisible(chromedp.CSS(".flash"))))
+		// The run takes a moment; the page refreshes itself until its
+		// record shows its outcome.
+		until(t, ctx, `[...document.querySelectorAll("table.history .s-succeeded")].length === 1`)
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.history")))
+		require.NoError(t, err)
+		assert.Contains(t, text, "Manual")
+		shoot(t, ctx, "task.png")
+	})
+
+	t.Run("pause and resume", func(t *testing.T) {
+		ctx := tab(t)
+		const name = "shop-3 weekly digest"
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base),
+			chromedp.Click(chromedp.CSS(`button[aria-label="Pause `+name+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Resume `+name+`"]`))))
+		assert.True(t, f.tasks()[name].Task.Paused)
+		flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash")))
+		require.NoError(t, err)
+		assert.Contains(t, flash, "Paused")
+		require.NoError(t, chromedp.Do(ctx,
+			chromedp.Click(chromedp.CSS(`button[aria-label="Resume `+name+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Pause `+name+`"]`))))
+		assert.False(t, f.tasks()[name].Task.Paused)
+	})
+
+	t.Run("edit", func(t *testing.T) {
+		ctx := tab(t)
+		const name = "invoice reminders"
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"edit?name="+urlEscape(name)),
+			chromedp.WaitVisible(chromedp.ID("spec"))))
+		until(t, ctx, `document.getElementById("preview").textContent.includes("on day 1 of the month")`)
+
+		// A spec that does not parse, then one that does: the server
+		// previews each as it is typed.
+		retype(t, ctx, "spec", "*/15 9-17 * * MON-FRI")
+		until(t, ctx, `document.getElementById("preview").textContent.includes("Every 15 minutes")`)
+		require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("spec"), "X")))
+		until(t, ctx, `document.getElementById("preview").querySelector(".error") !== null`)
+		until(t, ctx, `document.getElementById("spec").getAttribute("aria-invalid") === "true"`)
+		retype(t, ctx, "spec", "0 9 * * MON-FRI")
+		retype(t, ctx, "zone", "Asia/Tokyo")
+		until(t, ctx, `document.getElementById("preview").textContent.includes("in Asia/Tokyo, Monday through Friday")`)
+		until(t, ctx, `document.querySelectorAll("#preview li").length === 5`)
+		shoot(t, ctx, "edit.png")
+
+		require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("save")), chromedp.WaitVisible(chromedp.CSS(".flash"))))
+		got, v, err := f.defs.Get(context.Background(), name)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), v)
+		assert.Equal(t, "0 9 * * MON-FRI", got.Spec)
+		assert.Equal(t, "Asia/Tokyo", got.Zone)
+		assert.Equal(t, "buffer-one", got.Overlap, "the fields not edited are kept")
+		// The Table applies it; the page shows it once it has.
+		until(t, ctx, `document.querySelector(".facts").textContent.includes("0 9 * * MON-FRI")`)
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".facts")))
+		require.NoError(t, err)
+		assert.True(t, strings.Contains(text, "Asia/Tokyo"), text)
+	})
+}

@@ -1,0 +1,204 @@
+package admin
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/circulation-go/circulation/cron"
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// upcoming is the number of next runs a job's page shows.
+const upcoming = 10
+
+// A detail is a job's page, and what api/task and api/job return: the
+// job as the list shows it, its next runs, its definition, and a page of
+// its history, newest first.
+type detail struct {
+	row
+	Definition *cron.Task  `json:"definition,omitempty"` // a task's, with its defaults spelled out
+	Loaded     bool        `json:"loaded"`               // the Table runs the task; false if only defined yet
+	Upcoming   []time.Time `json:"upcoming"`             // its next runs, in its zone
+	History    []record    `json:"history"`
+	Page       int         `json:"page"` // of the history, from 1
+	PageSize   int         `json:"pageSize"`
+	More       bool        `json:"more"` // an older page of history exists
+	Warning    string      `json:"warning,omitempty"`
+	Back       string      `json:"-"` // the page's own URL, relative
+	PrevPage   string      `json:"-"`
+	NextPage   string      `json:"-"`
+}
+
+// detail serves the page of a task or a job, and api/task and api/job:
+// kind and name=, and page= of its history.
+func (h *handler) detail(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		api := strings.HasPrefix(r.URL.Path, "/api/")
+		name := r.URL.Query().Get("name")
+		page, ok := pageOf(r)
+		if !ok {
+			h.fail(w, r, api, http.StatusBadRequest, badPage)
+			return
+		}
+		ctx := r.Context()
+		d := detail{Page: page, PageSize: h.o.PageSize}
+		var s schedule.Schedule // the times of its next runs; nil for its Next only
+		switch kind {
+		case kindTask:
+			if h.o.Table == nil {
+				h.fail(w, r, api, http.StatusNotFound, "There is no such task.")
+				return
+			}
+			snap := h.snaps.get(ctx)
+			d.Warning = snap.warning
+			e := snap.find(kindTask, name)
+			if e == nil {
+				e = h.unloaded(r, name)
+			} else {
+				d.Loaded = true
+			}
+			if e == nil {
+				h.fail(w, r, api, http.StatusNotFound, "There is no such task.")
+				return
+			}
+			d.row = h.row(e)
+			t := e.task.Task
+			d.Definition = &t
+			if next, ok := h.o.Table.Next(name); ok {
+				d.Next = in(next, d.loc) // fresher than the snapshot's
+			}
+			if d.Loaded {
+				s = taskSchedule(t, d.loc)
+			}
+		case kindJob:
+			ji, ok := h.job(name)
+			if !ok {
+				h.fail(w, r, api, http.StatusNotFound, "There is no such job.")
+				return
+			}
+			d.row = h.row(&entry{kind: kindJob, name: name, job: ji})
+			s = ji.sched
+		}
+		if d.Paused || d.Next.IsZero() {
+			s = nil // no slot falls due: its Next, zero, says so
+		}
+		if s != nil {
+			d.Upcoming = schedule.Upcoming(s, time.Now(), upcoming)
+			for i, t := range d.Upcoming {
+				d.Upcoming[i] = t.In(d.loc)
+			}
+		} else if !d.Next.IsZero() {
+			d.Upcoming = []time.Time{d.Next}
+		}
+
+		if st := h.o.Store; st != nil {
+			// A page of history: the records up to its end, newest first,
+			// and one more to know whether an older page exists. Page p
+			// reads p pages: a store has no offset to start from.
+			recs, err := st.History(ctx, name, page*d.PageSize+1)
+			if err != nil {
+				d.Warning = "The history could not be read: " + err.Error()
+			}
+			if len(recs) > 0 {
+				d.Last = recordOf(recs[0], d.loc) // fresher than the snapshot's
+			}
+			from := min((page-1)*d.PageSize, len(recs))
+			to := min(page*d.PageSize, len(recs))
+			d.More = len(recs) > to
+			d.History = make([]record, 0, to-from)
+			for _, rec := range recs[from:to] {
+				d.History = append(d.History, *recordOf(rec, d.loc))
+			}
+		}
+		if d.History == nil {
+			d.History = []record{}
+		}
+		d.Back = kind + "?" + url.Values{"name": {name}}.Encode()
+		if page > 1 {
+			d.PrevPage = d.Back + pageParam(page-1)
+		}
+		if d.More {
+			d.NextPage = d.Back + pageParam(page+1)
+		}
+		h.render(w, r, api, http.StatusOK, "detail.html", d)
+	}
+}
+
+// pageParam returns the page= to add to a URL with a query, none for 1.
+func pageParam(p int) string {
+	if p <= 1 {
+		return ""
+	}
+	return "&page=" + strconv.Itoa(p)
+}
+
+// unloaded returns the entry of a task that the Definitions hold but the
+// Table does not run yet (it loads it at its next look), or nil.
+func (h *handler) unloaded(r *http.Request, name string) *entry {
+	if h.o.Definitions == nil {
+		return nil
+	}
+	t, _, err := h.o.Definitions.Get(r.Context(), name)
+	if err != nil {
+		return nil
+	}
+	return &entry{kind: kindTask, name: name, task: &cron.TaskState{Task: t}}
+}
+
+// taskSchedule returns the times of t as its Table runs them: its spec in
+// loc, within its Start and End. A Once task has its Next only: when it
+// runs depends on when the Table loaded it.
+func taskSchedule(t cron.Task, loc *time.Location) schedule.Schedule {
+	if t.Once {
+		return nil
+	}
+	s, err := cron.Parse(t.Spec, loc)
+	if err != nil {
+		return nil
+	}
+	if t.Start.IsZero() && t.End.IsZero() {
+		return s
+	}
+	return schedule.Between(s, t.Start, t.End)
+}
+
+// zoneOf returns the zone in which spec runs: its CRON_TZ or TZ prefix,
+// else zone, else def.
+func zoneOf(spec, zone string, def *time.Location) *time.Location {
+	if f := strings.Fields(spec); len(f) > 0 {
+		for _, p := range []string{"CRON_TZ=", "TZ="} {
+			if name, ok := strings.CutPrefix(f[0], p); ok {
+				if loc, err := loadZone(name); err == nil {
+					return loc
+				}
+			}
+		}
+	}
+	if zone != "" {
+		if loc, err := loadZone(zone); err == nil {
+			return loc
+		}
+	}
+	return def
+}
+
+// zones holds the zones loaded, by name: time.LoadLocation reads the tz
+// database at each call.
+var zones sync.Map
+
+// loadZone is time.LoadLocation, with the zones kept once loaded.
+func loadZone(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
+}

@@ -1,0 +1,67 @@
+// Package admin serves a web page for the scheduled jobs of a service:
+// the tasks of a cron.Table and any schedule.Jobs, each with its schedule
+// in words and as typed, its zone, its next run, its last outcome, whether
+// it runs now or is paused; a job's next 10 runs and its history, paged;
+// run now, pause and resume; and, for a Table that follows a Source of
+// definitions, their creation, edit and deletion, with the spec checked and
+// previewed by the server as it is typed and a stale edit refused.
+//
+//	h := admin.New(admin.Options{Table: table, Jobs: []*schedule.Job{report}, Store: store,
+//		Definitions: store.Definitions(), // *sqlstore.Definitions, the Source the Table follows
+//		Authorize: func(r *http.Request) bool { return userOf(r).IsAdmin() }})
+//	mux.Handle("/jobs/", http.StripPrefix("/jobs", h))
+//
+// The handler is safe by default. Every write is refused unless Authorize
+// allows it, and without Authorize the page is read-only; a browser's
+// write from another origin is refused (http.CrossOriginProtection); every
+// text from users (names, specs, errors) is escaped by html/template; its
+// script and style are files of the handler, and its pages forbid any
+// other (Content-Security-Policy: default-src 'self'). Who the user is,
+// the service says, in a middleware before the handler (examples/admin
+// uses basic auth). The pages work without JavaScript: forms post and
+// redirect. A little script refreshes a page every few seconds (Refresh)
+// and previews a spec as it is typed.
+//
+// Its links and redirects are relative, so that it works under any prefix
+// that http.StripPrefix removes. Times are shown in each job's zone (its
+// CRON_TZ, its task's Zone, or Location), with UTC on hover.
+//
+// # Routes
+//
+// The paths are relative to where the handler is mounted. A name is
+// passed as name=, never in the path, so that any task name works.
+//
+//	GET  /                      the list: q= searches names (any case), page= from 1
+//	GET  /task?name=&page=      a task's page: its next runs, definition, history page
+//	GET  /job?name=&page=       the page of one of Options.Jobs
+//	GET  /new, /edit?name=      the forms of a definition (Definitions, Authorize)
+//	POST /run, /pause, /resume  kind=task or job, name=; redirect to the page
+//	POST /create, /update       a definition's form, with version= for update
+//	POST /delete                name=, version=
+//	GET  /static/{file}         the page's CSS and script
+//
+// The same data as JSON, for scripts:
+//
+//	GET  /api/tasks?q=&page=    {"query", "page", "pages", "pageSize", "total", "asOf", "items": [row]}
+//	GET  /api/task?name=&page=  row and {"definition", "loaded", "upcoming", "history": [record], "page", "more"}
+//	GET  /api/job?name=&page=   the same, for a Job
+//	GET  /api/definition?name=  {"task": cron.Task, "version"}
+//	GET  /api/preview?spec=&zone=  {"spec", "zone", "description", "next", "nextText"}, or 422 and "error", "field"
+//	POST /api/run, /api/pause, /api/resume  kind=, name=; {"kind", "name", "done"}
+//	POST /api/create            {"task": cron.Task}; {"kind", "name", "done", "version"}
+//	POST /api/update            {"task": cron.Task, "version": n}; the same
+//	POST /api/delete            name=, version=; {"kind", "name", "done"}
+//
+// A row is {"kind", "name", "spec", "description", "zone", "next", "last":
+// record, "running", "paused", "handler", "businessId"}; a record is
+// {"due", "status", "reason", "attempt", "node", "start", "end",
+// "duration", "error"}. Times are RFC 3339, in the job's zone. An error
+// is {"error", "field"} with its status: 400 for a request that does not
+// read, 403 for a write refused, 404 for an unknown name, 409 for a stale
+// version, a name taken or a paused task run, 422 for a definition
+// refused, with its field named as in a cron.Task's JSON.
+//
+// With 100,000 tasks, a page of the list is served in a few milliseconds
+// from a snapshot of the Table's tasks read at most once a second
+// (SnapshotAge); DESIGN.md has the figures and how they were measured.
+package admin
