@@ -31,6 +31,7 @@ api_modules=(
 	"circulation github.com/circulation-go/circulation ."
 	"cron github.com/circulation-go/circulation/cron cron"
 	"sqlstore github.com/circulation-go/circulation/schedule/sqlstore schedule/sqlstore"
+	"admin github.com/circulation-go/circulation/admin admin"
 )
 
 # ./check.sh -write-api records the API of each module as the baseline
