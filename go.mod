@@ -1,6 +1,6 @@
 module github.com/circulation-go/circulation
 
-go 1.25
+go 1.25.0
 
 require go.uber.org/goleak v1.3.0
 

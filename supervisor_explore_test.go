@@ -14,7 +14,7 @@ package circulation
 // comments on the phases (rBegin, uLock, ...) name the statement of those
 // files each follows.
 //
-// The two Triggers are models of their contract (README, Guarantees), not
+// The two Triggers are models of their contract (docs/guarantees.md), not
 // their code, which the Trigger's own explorers check: one timer at most
 // (the latest arming's; a superseded one is stopped), a run reserved by a
 // Fire during a run or by a timer that falls due during it, a run's result

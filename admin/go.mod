@@ -1,6 +1,6 @@
 module github.com/circulation-go/circulation/admin
 
-go 1.25
+go 1.25.0
 
 replace (
 	github.com/circulation-go/circulation => ../

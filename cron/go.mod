@@ -1,6 +1,6 @@
 module github.com/circulation-go/circulation/cron
 
-go 1.25
+go 1.25.0
 
 require (
 	github.com/circulation-go/circulation v0.0.0

@@ -94,7 +94,7 @@ func dstRow(t *testing.T, p peer) (spring, fall string) {
 	return spring, fall
 }
 
-// TestPeersDaylightSaving measures the table of the README's cron section:
+// TestPeersDaylightSaving measures the daylight-saving table of docs/cron.md:
 //
 //	cd bench && go test -run TestPeersDaylightSaving -v ./crondiff
 func TestPeersDaylightSaving(t *testing.T) {
