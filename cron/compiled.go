@@ -58,6 +58,7 @@ type compiled struct {
 	attempts           int32
 	permanent, once    bool
 	paused             bool // the definition's Paused; the Table's entry says whether the task is paused
+	created            bool // seen is the definition's Created: no slot before it is owed, whatever the records say
 	misfire            schedule.Misfire
 	overlap            schedule.Overlap
 }
@@ -83,6 +84,17 @@ func (c *compiled) task(name string) Task {
 		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once, Paused: c.paused,
 		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire], Timeout: Duration(c.timeout),
 		Retry: Retry{Attempts: int(c.attempts), Backoff: Duration(c.backoff)}, Created: time.Unix(0, c.seen).UTC()}
+}
+
+// floor returns the time before which the task owes no slot whatever its
+// records say, the zero Time if none: since, if the definition has a
+// Created. A task deleted and defined again has records of its former
+// definition; its new one owes nothing from before it was made.
+func (c *compiled) floor() time.Time {
+	if !c.created {
+		return time.Time{}
+	}
+	return c.since()
 }
 
 // since returns the time since which the task has been scheduled: a job
@@ -265,7 +277,7 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		timeout: int64(d.Timeout), attempts: int32(d.Retry.Attempts), backoff: int64(d.Retry.Backoff), seen: seen}
 	switch {
 	case !d.Created.IsZero():
-		c.seen = d.Created.UnixNano()
+		c.seen, c.created = d.Created.UnixNano(), true
 	case seen == 0:
 		c.seen = now.UnixNano()
 	}

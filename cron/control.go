@@ -219,6 +219,18 @@ func (t *Table) since(job string) (time.Time, bool) {
 	return e.c.Load().since(), true
 }
 
+// floor returns the floor of the task job (compiled.floor), the zero Time
+// if t does not know it.
+func (t *Table) floor(job string) time.Time {
+	t.mu.Lock()
+	e := t.entryLocked(job)
+	t.mu.Unlock()
+	if e == nil {
+		return time.Time{}
+	}
+	return e.c.Load().floor()
+}
+
 // sinceAll returns since of each of jobs, the zero Time for those t does
 // not know.
 func (t *Table) sinceAll(jobs []string) []time.Time {

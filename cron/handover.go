@@ -35,6 +35,12 @@ type handoverStore struct {
 
 func (s handoverStore) Last(ctx context.Context, job string) (schedule.Record, error) {
 	r, err := s.Store.Last(ctx, job)
+	if err == nil {
+		if f := s.t.floor(job); f.After(r.Due) {
+			return standIn(job, f), nil
+		}
+		return r, nil
+	}
 	if errors.Is(err, schedule.ErrNoRecord) {
 		at, ok := s.t.since(job)
 		if !ok {
@@ -54,7 +60,7 @@ func (s handoverStore) since(ctx context.Context, job string, at time.Time) (sch
 			return schedule.Record{}, err
 		}
 	}
-	return schedule.Record{Job: job, Due: at.Round(0), Status: schedule.Skipped}, nil
+	return standIn(job, at), nil
 }
 
 // CheckJob is the Store's, if it checks job names.
@@ -125,9 +131,20 @@ func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]sc
 		}
 	}
 	for job, at := range ats {
-		m[job] = schedule.Record{Job: job, Due: at.Round(0), Status: schedule.Skipped}
+		m[job] = standIn(job, at)
+	}
+	for job, r := range m {
+		if f := s.t.floor(job); f.After(r.Due) {
+			m[job] = standIn(job, f)
+		}
 	}
 	return m, nil
+}
+
+// standIn returns the record that stands for the last one of job, a task
+// that owes the slots after at.
+func standIn(job string, at time.Time) schedule.Record {
+	return schedule.Record{Job: job, Due: at.Round(0), Status: schedule.Skipped}
 }
 
 // Retry is the Store's, if it is a schedule.RetryStore; on any other

@@ -44,6 +44,8 @@ type rare struct {
 	waiting   []*waiting             // runners waiting for their turn in the job's RunLimit
 	catchUps  []time.Time            // the owed slots being caught up now
 	retries   []*retryWait           // retries waiting for their pause (WithRetry): Pause ends them
+	notes     []Record               // Missed records to write to the store, newest last
+	noter     *circulation.Trigger   // writes notes (writeNotes); Stop flushes it
 }
 
 // rareLocked returns x.r, making it if need be. The caller holds the job's

@@ -150,7 +150,8 @@ const (
 // Misfire policy (dueLocked), the latest on time if the start was within
 // the grace period after it. The last record is found as lastBefore says,
 // so that the records of runs since the start do not hide it. A job with
-// no record before the start owes nothing.
+// no record before the start owes the slots since it has been scheduled
+// (sinceOf), as at Start.
 func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 	j.mu.Lock()
 	x := j.x // made by Start
@@ -171,6 +172,13 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 		r.gapPause = pause
 		j.mu.Unlock()
 		return pause, true
+	}
+	if last.IsZero() {
+		// No record before the start: the job owes the slots since it
+		// has been scheduled, as Start would have found.
+		if since := j.sinceOf(ctx, gap, nil); since.Before(gap) {
+			last = since
+		}
 	}
 	var obs []Record
 	j.mu.Lock()

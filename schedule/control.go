@@ -169,6 +169,9 @@ func (j *Job) Stop(ctx context.Context) error {
 	if err := j.wait(ctx); err != nil {
 		return err
 	}
+	if err := j.flushNotes(ctx); err != nil {
+		return err
+	}
 	if x == nil {
 		return nil
 	}

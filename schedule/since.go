@@ -3,6 +3,8 @@ package schedule
 import (
 	"context"
 	"time"
+
+	"github.com/circulation-go/circulation"
 )
 
 // WithSince says that the job has been scheduled since t, as a task defined
@@ -85,13 +87,14 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// note writes the Missed records among rs to the job's store, the newest
-// maxNoted of them, so that the store holds each slot's fate. A slot that
-// has a record already keeps it. A store that fails loses them: they
-// still reach the Observer.
+// note queues the Missed records among rs, the newest maxNoted of them, to
+// be written to the job's store, so that the store holds each slot's fate.
+// They are written on a goroutine of their own (writeNotes), one batch
+// after another: a slow store holds up neither the job's timer nor the
+// caller. Stop waits for the queued ones. A slot that has a record already
+// keeps it; a store that fails loses them: they still reach the Observer.
 func (j *Job) note(rs []Record) {
-	s := j.cfg.store
-	if s == nil {
+	if j.cfg.store == nil {
 		return
 	}
 	var missed []Record
@@ -103,19 +106,68 @@ func (j *Job) note(rs []Record) {
 	if len(missed) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
-	defer cancel()
-	if ns, ok := s.(NoteStore); ok {
-		_ = ns.Note(ctx, missed)
+	j.mu.Lock()
+	if j.state == jobStopped { // Stop flushed the notes, or is flushing them
+		j.mu.Unlock()
 		return
 	}
-	for _, r := range missed {
+	r := j.active(time.Now().Round(0)).rareLocked()
+	// The newest first, as maxNoted keeps: a queue that a stalled store
+	// let grow keeps its newest records.
+	r.notes = append(r.notes, missed...)
+	if n := len(r.notes); n > 4*maxNoted {
+		r.notes = append(r.notes[:0], r.notes[n-4*maxNoted:]...)
+	}
+	if r.noter == nil {
+		r.noter = circulation.Bind(j.cfg.sched, j.writeNotes)
+	}
+	t := r.noter
+	j.mu.Unlock()
+	t.Fire()
+}
+
+// writeNotes is the Func of the job's noter: it writes the queued Missed
+// records to the store, a NoteStore's Note, or a Claim (with the record's
+// status) and a Finish each on any other Store.
+func (j *Job) writeNotes(context.Context) (time.Duration, bool) {
+	j.mu.Lock()
+	r := j.x.r
+	rs := r.notes
+	r.notes = nil
+	j.mu.Unlock()
+	if len(rs) == 0 {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
+	defer cancel()
+	s := j.cfg.store
+	if ns, ok := s.(NoteStore); ok {
+		_ = ns.Note(ctx, rs)
+		return 0, false
+	}
+	for _, r := range rs {
 		if err := s.Claim(ctx, r); err == nil {
 			_ = s.Finish(ctx, r)
 		} else if ctx.Err() != nil {
-			return
+			break
 		}
 	}
+	return 0, false
+}
+
+// flushNotes waits, at Stop, until the queued Missed records are written,
+// and closes the noter.
+func (j *Job) flushNotes(ctx context.Context) error {
+	j.mu.Lock()
+	var t *circulation.Trigger
+	if j.x != nil && j.x.r != nil {
+		t = j.x.r.noter
+	}
+	j.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	return t.Shutdown(ctx)
 }
 
 // noteTimeout bounds the writing of a gap's Missed records.

@@ -43,18 +43,12 @@ func (s *lateOnceScheduler) AfterFunc(d time.Duration, f func()) circulation.Tim
 	return time.AfterFunc(d, f)
 }
 
-// REVIEW: the job's timer callback (wake) writes the Missed records of a
-// late wake to the store synchronously (observe -> note), with the job
-// busy and its timer not re-armed, for up to noteTimeout (10 s). A store
-// whose Note is merely slow (3 s here), while its Claims are instant,
-// makes the following wake late by the Note's time, hence beyond the
-// grace: its slots are Missed too, noted again, and so on. One late wake
-// makes a job every 2 s miss two slots of every three for good (observed:
-// 6s, 8s, 10s, 14s, 16s, 20s... Missed, 11 runs of about 31), though the
-// store claims and finishes instantly. The Missed notes are documented as
-// best effort ("a store that fails loses them"), so they should not hold
-// up the job's schedule.
-func TestReviewSlowNoteStallsTheJobForever(t *testing.T) {
+// The Missed records of a late wake are written to the store off the job's
+// timer: a store whose Note is slow (3 s here) while its claims are
+// instant holds up no wake. Written in the timer's callback, the Note made
+// the next wake late past the grace, its slots Missed and noted in turn,
+// and one late wake cost a job every 2 s two slots of every three for good.
+func TestSlowNoteHoldsUpNoWake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := slowNoteStore{schedule.NewMemoryStore(1000)}
 		sch := &lateOnceScheduler{}

@@ -14,16 +14,12 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// REVIEW: a task deleted and defined again later under the same name, with
-// Created set to its new definition's time (as sqlstore's Definitions
-// set it), owes no slot from before its new definition: sqlstore's
-// Definitions.Delete says so ("a task defined again under the name owes no
-// slot from before"), and deletes its since row for that. But the old run
-// records stay, and the job starts from its last record (handover's Last
-// consults Created only when there is no record), so under run-all the
-// new task catches up every slot of the time it did not exist (observed:
-// the ten slots 3m..12m run at 12m30s).
-func TestReviewRedefinedTaskCatchesUpTheTimeItWasDeleted(t *testing.T) {
+// A task deleted and defined again later under the same name, with Created
+// set to its new definition's time (as sqlstore's Definitions set it),
+// owes no slot from before its new definition, though the records of its
+// former one remain: under run-all it caught up every slot of the time it
+// did not exist.
+func TestRedefinedTaskOwesNothingFromBefore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var dues []time.Time

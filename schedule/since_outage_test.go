@@ -11,15 +11,13 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// REVIEW: a once task defined before its time (WithSince), whose time
-// passed while no process ran it, must run once at the start under
-// MisfireRunOnce/RunAll and be recorded Missed under MisfireSkip (issue
-// 22, item 1). If the store's Last fails at that Start (a brief outage),
-// Start treats it as an outage and recoverStart reads Last again; when
-// that answers ErrNoRecord, recoverStart "owes nothing" and ignores the
-// job's since time entirely: the once task never runs and leaves no
-// record, and every new job's first slots are lost the same way.
-func TestReviewSinceIgnoredAfterStartOutage(t *testing.T) {
+// A once task defined before its time (WithSince), whose time passed while
+// no process ran it, runs once at the start under MisfireRunOnce and
+// MisfireRunAll and is recorded Missed under MisfireSkip, even if the
+// store's Last fails at that Start (a brief outage): when the store
+// answers again and has no record, the job owes the slots since it has
+// been scheduled, as Start would have found.
+func TestSinceAfterAStartOutage(t *testing.T) {
 	for _, c := range []struct {
 		m    schedule.Misfire
 		want []string
