@@ -37,6 +37,8 @@ func helperMain(role string) int {
 		err = replica()
 	case "herd":
 		err = herdReplica()
+	case "follower":
+		err = follower()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

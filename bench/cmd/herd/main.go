@@ -38,6 +38,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/circulation-go/circulation/bench/internal/pgserver"
 )
 
 // options are herd's flags; the parent passes them on to its replicas.
@@ -123,12 +125,12 @@ func parent(o options) error {
 	switch o.Store {
 	case "postgres":
 		if o.DSN == "" {
-			pg, err := startPostgres()
+			pg, err := pgserver.Start()
 			if err != nil {
 				return err
 			}
-			defer pg.remove()
-			o.DSN = pg.dsn()
+			defer pg.Remove()
+			o.DSN = pg.DSN()
 		}
 	case "sqlite":
 		dir, err := os.MkdirTemp("", "herd-")
