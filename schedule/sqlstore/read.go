@@ -1,0 +1,125 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// Last returns the record with the latest Due of job, or
+// schedule.ErrNoRecord.
+func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
+	s.mustBeMade()
+	var w row
+	err := s.retry(ctx, func() error {
+		var err error
+		w, err = scanRow(s.queryRow(ctx, s.q.last, job))
+		return err
+	})
+	if err == sql.ErrNoRows {
+		return schedule.Record{}, schedule.ErrNoRecord
+	}
+	if err != nil {
+		return schedule.Record{}, fmt.Errorf("sqlstore: reading the last record of %s: %w", job, err)
+	}
+	return w.record(), nil
+}
+
+// LastOf returns the record with the latest Due of each of jobs that has
+// one, by job name, in one statement per thousand jobs: schedule.StartAll
+// reads the last records of the jobs it starts with it.
+func (s *Store) LastOf(ctx context.Context, jobs []string) (map[string]schedule.Record, error) {
+	s.mustBeMade()
+	last := make(map[string]schedule.Record, len(jobs))
+	for chunk := range slices.Chunk(jobs, maxBatch) {
+		var buf []byte
+		buf = append(buf, '[')
+		for i, j := range chunk {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, toText(j))
+		}
+		buf = append(buf, ']')
+		err := s.retry(ctx, func() error {
+			return s.query(ctx, s.bq.lastOf, func(rows *sql.Rows) error {
+				w, err := scanRow(rows)
+				if err != nil {
+					return err
+				}
+				last[w.job] = w.record()
+				return nil
+			}, string(buf))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: reading the last records of %d jobs: %w", len(jobs), err)
+		}
+	}
+	return last, nil
+}
+
+var _ schedule.LastReader = (*Store)(nil)
+
+// History returns up to limit records of job, newest Due first. A limit of
+// 0 returns none; a negative limit is an error.
+func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.Record, error) {
+	s.mustBeMade()
+	if limit < 0 {
+		return nil, fmt.Errorf("sqlstore: History limit %d is negative", limit)
+	}
+	if limit == 0 {
+		return nil, nil
+	}
+	var recs []schedule.Record
+	err := s.retry(ctx, func() error {
+		recs = recs[:0]
+		rows, err := s.queryRows(ctx, s.q.history, job, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			w, err := scanRow(rows)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, w.record())
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: reading the history of %s: %w", job, err)
+	}
+	return recs, nil
+}
+
+// Prune deletes the finished records of job past the counts that
+// WithHistory keeps, and returns how many it deleted. A slot whose record
+// it deletes can no longer be claimed: the job's watermark, the newest Due
+// it deleted, is raised before the records go. Finish calls Prune after
+// every 16th Finish of the Store.
+func (s *Store) Prune(ctx context.Context, job string) (int64, error) {
+	s.mustBeMade()
+	keepOK, keepOther := s.opts.succeeded, s.opts.failed
+	var mark sql.NullInt64
+	err := s.retry(ctx, func() error {
+		return s.queryRow(ctx, s.q.pruneMark, job, keepOK, keepOther).Scan(&mark)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
+	}
+	if !mark.Valid {
+		return 0, nil
+	}
+	if _, err := s.exec(ctx, s.q.pruneWater, job, mark.Int64); err != nil {
+		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
+	}
+	n, err := s.exec(ctx, s.q.pruneDel, job, keepOK, keepOther, mark.Int64)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
+	}
+	return n, nil
+}
