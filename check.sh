@@ -110,7 +110,7 @@ for m in "${modules[@]}"; do
 	# The tests' summary lines, one a package; a failure's whole output.
 	(cd "$m" && go test -race -count=1 ./... | { grep -v '^?' || true; })
 	step "$m: every benchmark once, so that none can rot (no figures: see docs)"
-	(cd "$m" && quiet go test -run '^$' -bench . -benchtime 1x ./...)
+	(cd "$m" && quiet go test -short -run '^$' -bench . -benchtime 1x ./...)
 done
 step_end
 

@@ -48,6 +48,9 @@ func tableTasks(n, changed int) []cron.Task {
 func BenchmarkTable(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			if testing.Short() && n > 100_000 {
+				b.Skip("-short: check.sh's run of every benchmark once")
+			}
 			for b.Loop() {
 				defs, changed := tableTasks(n, 0), tableTasks(n, n/100)
 				w := wheel.New()

@@ -76,6 +76,7 @@ const (
 // SQLite's write lock nor a late tick makes a slot Skipped or Missed: what
 // the test checks is each change applied everywhere and each slot once.
 func TestFollowDefinitions(t *testing.T) {
+	t.Parallel() // real time, mostly waiting: beside the others of its kind
 	eachBackend(t, func(t *testing.T, b backend) {
 		dsn := b.dsn(t)
 		s := newStore(t, b, dsn) // the schema, once, and the editor's Store

@@ -30,6 +30,7 @@ func replicaSeconds(t *testing.T) time.Duration {
 // run durations, up to 2.5 periods so that runs overlap: every slot runs
 // once, none twice, none lost. On SQLite the three share one file.
 func TestReplicas(t *testing.T) {
+	t.Parallel() // real time, mostly waiting: beside the others of its kind
 	eachBackend(t, func(t *testing.T, b backend) {
 		// The lease is long and the Misfire policy RunAll: on a loaded
 		// machine a write to SQLite waited up to 2s for the lock, and
@@ -271,6 +272,7 @@ func TestOutage(t *testing.T) {
 // run is usually late, a CatchUp; it is Scheduled if the replica started
 // within 10ms of the slot.
 func TestRestart(t *testing.T) {
+	t.Parallel() // real time, mostly waiting: beside the others of its kind
 	eachBackend(t, func(t *testing.T, b backend) {
 		c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: 2 * time.Second,
 			Misfire: schedule.MisfireRunOnce, MaxRun: 50 * time.Millisecond, Grace: 10 * time.Millisecond})

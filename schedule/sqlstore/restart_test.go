@@ -141,6 +141,7 @@ func TestRestartRunsAOnceTaskDueWhileDown(t *testing.T) {
 // the other replica never takes the slot over; the store's record is the
 // second attempt's, Succeeded.
 func TestRetryOnReplicas(t *testing.T) {
+	t.Parallel() // real time, mostly waiting: beside the others of its kind
 	eachBackend(t, func(t *testing.T, b backend) {
 		dsn := b.dsn(t)
 		const lease = time.Second
