@@ -54,7 +54,7 @@ func (s handoverStore) Last(ctx context.Context, job string) (schedule.Record, e
 // since returns the record that stands for no record of job, a task
 // scheduled since at.
 func (s handoverStore) since(ctx context.Context, job string, at time.Time) (schedule.Record, error) {
-	if ss, ok := s.Store.(schedule.SinceStore); ok {
+	if ss, ok := durableSince(s.Store); ok {
 		var err error
 		if at, err = ss.Since(ctx, job, at); err != nil {
 			return schedule.Record{}, err
@@ -118,7 +118,7 @@ func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]sc
 			ats[none[i]] = at.Round(0)
 		}
 	}
-	if ss, ok := s.Store.(schedule.SinceStore); ok && len(ats) > 0 {
+	if ss, ok := durableSince(s.Store); ok && len(ats) > 0 {
 		// The earliest times recorded, in one call for all the jobs.
 		got, err := ss.SinceOf(ctx, ats)
 		if err != nil {
@@ -139,6 +139,18 @@ func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]sc
 		}
 	}
 	return m, nil
+}
+
+// durableSince returns s as a SinceStore that outlives the process, if it
+// is one. A MemoryStore's times die with the process, as the Table's own
+// do: keeping one a task there would only cost its memory (about 100
+// bytes a task, a tenth of a million tasks' heap).
+func durableSince(s schedule.Store) (schedule.SinceStore, bool) {
+	if _, ok := s.(*schedule.MemoryStore); ok {
+		return nil, false
+	}
+	ss, ok := s.(schedule.SinceStore)
+	return ss, ok
 }
 
 // standIn returns the record that stands for the last one of job, a task
