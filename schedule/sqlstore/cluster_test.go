@@ -120,6 +120,62 @@ type replicaProc struct {
 	err   strings.Builder
 }
 
+// startProc starts the test binary as a helper process in role, named
+// node, with env added to its environment, and reads its standard output
+// on a goroutine: line gets each line, and reports true at the one that
+// says the process is ready. startProc returns once it is, and fails t if
+// the process exits first or is not ready within wait. The process is
+// killed at the end of the test if it still runs.
+func startProc(t *testing.T, role, node string, env []string, wait time.Duration, line func(string) (ready bool)) *replicaProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &replicaProc{node: node, cmd: exec.Command(exe), done: make(chan struct{})}
+	p.cmd.Env = append(append(os.Environ(), helperEnv+"="+role, envNode+"="+node), env...)
+	p.cmd.Stderr = &p.err
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			_ = p.cmd.Wait()
+		}
+	})
+	ready := make(chan struct{})
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		said := false
+		for sc.Scan() {
+			if line(sc.Text()) && !said {
+				said = true
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-p.done:
+		_ = p.cmd.Wait()
+		t.Fatalf("%s exited before it was ready: %s", node, p.err.String())
+	case <-time.After(wait):
+		t.Fatalf("%s not ready after %v: %s", node, wait, p.err.String())
+	}
+	return p
+}
+
 // A cluster collects the events of its replicas.
 type cluster struct {
 	t      *testing.T
@@ -143,66 +199,26 @@ func newCluster(t *testing.T, b backend, cfg replicaConfig) *cluster {
 func (c *cluster) start(node string) *replicaProc {
 	t := c.t
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	arg, _ := json.Marshal(c.cfg)
-	p := &replicaProc{node: node, cmd: exec.Command(exe), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(),
-		helperEnv+"=replica", envDriver+"="+c.b.driver, envDSN+"="+c.dsn, envTable+"="+c.table,
-		envNode+"="+node, envArg+"="+string(arg))
-	p.cmd.Stderr = &p.err
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			_ = p.cmd.Wait()
+	env := []string{envDriver + "=" + c.b.driver, envDSN + "=" + c.dsn, envTable + "=" + c.table, envArg + "=" + string(arg)}
+	p := startProc(t, "replica", node, env, 30*time.Second, func(line string) bool {
+		e, err := parseEvent(node, line)
+		if err != nil {
+			t.Errorf("%s: %v", node, err)
+			return false
 		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.events = append(c.events, e)
+		if c.notify != nil {
+			select {
+			case c.notify <- e:
+			default:
+				t.Errorf("%s: notify channel full", node)
+			}
+		}
+		return e.kind == "ready"
 	})
-	ready := make(chan struct{})
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			e, err := parseEvent(node, sc.Text())
-			if err != nil {
-				t.Errorf("%s: %v", node, err)
-				continue
-			}
-			if e.kind == "ready" {
-				close(ready)
-			}
-			c.mu.Lock()
-			c.events = append(c.events, e)
-			if c.notify != nil {
-				select {
-				case c.notify <- e:
-				default:
-					t.Errorf("%s: notify channel full", node)
-				}
-			}
-			c.mu.Unlock()
-		}
-	}()
-	select {
-	case <-ready:
-	case <-p.done:
-		_ = p.cmd.Wait()
-		t.Fatalf("%s exited before it was ready: %s", node, p.err.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s not ready after 30s: %s", node, p.err.String())
-	}
 	c.procs = append(c.procs, p)
 	return p
 }

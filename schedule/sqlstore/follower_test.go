@@ -1,13 +1,11 @@
 package sqlstore_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,83 +170,48 @@ type followers struct {
 func (f *followers) start(node string) {
 	t := f.t
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &replicaProc{node: node, cmd: exec.Command(exe), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), helperEnv+"=follower", envDriver+"="+f.b.driver, envDSN+"="+f.dsn,
-		envTable+"="+tableFor(t), envNode+"="+node)
-	p.cmd.Stderr = &p.err
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			_ = p.cmd.Wait()
+	env := []string{envDriver + "=" + f.b.driver, envDSN + "=" + f.dsn, envTable + "=" + tableFor(t)}
+	p := startProc(t, "follower", node, env, 30*time.Second, func(line string) bool {
+		ready, err := f.parse(node, line)
+		if err != nil {
+			t.Errorf("%s: %v", node, err)
 		}
+		return ready
 	})
-	ready := make(chan struct{})
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if err := f.parse(node, sc.Text(), ready); err != nil {
-				t.Errorf("%s: %v", node, err)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-p.done:
-		_ = p.cmd.Wait()
-		t.Fatalf("%s exited before it was ready: %s", node, p.err.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s not ready after 30s: %s", node, p.err.String())
-	}
 	f.procs = append(f.procs, p)
 }
 
-// parse records a line of node's, and closes ready at its "ready".
-func (f *followers) parse(node, line string, ready chan struct{}) error {
+// parse records a line of node's, and reports whether it says node is
+// ready.
+func (f *followers) parse(node, line string) (ready bool, err error) {
 	w := strings.Fields(line)
 	if len(w) < 2 {
-		return fmt.Errorf("bad line %q", line)
+		return false, fmt.Errorf("bad line %q", line)
 	}
-	ns, err := strconv.ParseInt(w[0], 10, 64)
-	if err != nil {
-		return fmt.Errorf("bad line %q", line)
+	ns, perr := strconv.ParseInt(w[0], 10, 64)
+	if perr != nil {
+		return false, fmt.Errorf("bad line %q", line)
 	}
 	at := time.Unix(0, ns)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
 	case w[1] == "ready" && len(w) == 2:
-		close(ready)
+		return true, nil
 	case w[1] == "state" && len(w) == 3:
 		f.states[node] = append(f.states[node], followState{at, w[2]})
 	case w[1] == "start" && len(w) == 6:
 		due, err1 := strconv.ParseInt(w[3], 10, 64)
 		reason, err2 := strconv.Atoi(w[4])
 		if err1 != nil || err2 != nil {
-			return fmt.Errorf("bad line %q", line)
+			return false, fmt.Errorf("bad line %q", line)
 		}
 		f.runs = append(f.runs, followRun{at: at, node: node, job: w[2], due: time.Unix(0, due),
 			reason: schedule.Reason(reason), bid: w[5]})
 	default:
-		return fmt.Errorf("bad line %q", line)
+		return false, fmt.Errorf("bad line %q", line)
 	}
-	return nil
+	return false, nil
 }
 
 // applied returns, for each follower whose Tasks have reported want since

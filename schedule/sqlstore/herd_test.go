@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,67 +84,25 @@ func herdReplica() error {
 
 // A herdProc is a running herd replica and what it printed.
 type herdProc struct {
-	node  string
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-	err   strings.Builder
-	mu    sync.Mutex
-	got   []string
-	done  chan struct{}
+	*replicaProc
+	mu  sync.Mutex
+	got []string
 }
 
 func startHerd(t *testing.T, b backend, dsn, node string, c herdConfig) *herdProc {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	arg, _ := json.Marshal(c)
-	p := &herdProc{node: node, cmd: exec.Command(exe), done: make(chan struct{}), lines: make(chan string, 1)}
-	p.cmd.Env = append(os.Environ(), helperEnv+"=herd", envDriver+"="+b.driver, envDSN+"="+dsn,
-		envTable+"="+tableFor(t), envNode+"="+node, envArg+"="+string(arg))
-	p.cmd.Stderr = &p.err
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			_ = p.cmd.Wait()
+	p := new(herdProc)
+	env := []string{envDriver + "=" + b.driver, envDSN + "=" + dsn, envTable + "=" + tableFor(t), envArg + "=" + string(arg)}
+	p.replicaProc = startProc(t, "herd", node, env, 60*time.Second, func(line string) bool {
+		if line == "ready" {
+			return true
 		}
+		p.mu.Lock()
+		p.got = append(p.got, line)
+		p.mu.Unlock()
+		return false
 	})
-	ready := make(chan struct{})
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "ready" {
-				close(ready)
-				continue
-			}
-			p.mu.Lock()
-			p.got = append(p.got, line)
-			p.mu.Unlock()
-		}
-	}()
-	select {
-	case <-ready:
-	case <-p.done:
-		_ = p.cmd.Wait()
-		t.Fatalf("%s exited before it was ready: %s", node, p.err.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s not ready after 60s: %s", node, p.err.String())
-	}
 	return p
 }
 
