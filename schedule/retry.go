@@ -50,6 +50,10 @@ const maxRetryPause = time.Hour
 // its Err saying why. Like Finish, Retry is called with a context that
 // Stop does not cancel.
 //
+// A Store that wraps another, and is a RetryStore only if the other is,
+// may return an error wrapping errors.ErrUnsupported from Retry: the Job
+// then does as on a Store that is not a RetryStore.
+//
 // On a Store that is not a RetryStore, the retries keep the first claim,
 // and the slot's record, written once at the end, shows the last attempt:
 // on a LeaseStore, the job renews the first claim's lease, with its
@@ -166,10 +170,12 @@ func (x *active) endRetriesLocked(why error) {
 func (j *Job) claimNext(x *active, p *pending, renew *renewal, end time.Time, msg string) error {
 	start := time.Now().Round(0)
 	var err error
+	retried := false // the store claimed the next attempt
 	switch m, ok := x.store.(*MemoryStore); {
 	case x.own != nil:
 	case ok && p.claim == nil:
 		err = m.retryRun(&p.run, start, j.cfg.nodeName())
+		retried = err == nil
 	default:
 		rs, ok := x.store.(RetryStore)
 		if !ok {
@@ -184,7 +190,12 @@ func (j *Job) claimNext(x *active, p *pending, renew *renewal, end time.Time, ms
 		// does, and a Stop that cut it short could not tell which
 		// attempt the store holds.
 		err = rs.Retry(context.Background(), rec)
-		if renew != nil && err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			err = nil // as on a Store that is not a RetryStore
+		} else {
+			retried = err == nil
+		}
+		if renew != nil && !retried {
 			renew.moving(false)
 		}
 	}
@@ -192,10 +203,8 @@ func (j *Job) claimNext(x *active, p *pending, renew *renewal, end time.Time, ms
 		return err
 	}
 	p.start, p.run.Attempt = start, p.run.Attempt+1
-	if renew != nil {
-		if _, ok := x.store.(RetryStore); ok {
-			renew.retried(j.claimed(p), start)
-		}
+	if renew != nil && retried {
+		renew.retried(j.claimed(p), start)
 	}
 	return nil
 }

@@ -401,7 +401,8 @@ func (s *retryLog) History(ctx context.Context, job string, limit int) ([]schedu
 // call, when the pause is over; a Retry it refuses ends the retries, and
 // the slot, no longer the job's, is not finished; a Retry that fails
 // otherwise ends them too, and the slot keeps its failed attempt. A Store
-// that is not a RetryStore sees the first claim and the last attempt.
+// that is not a RetryStore sees the first claim and the last attempt, and
+// so does one whose Retry returns errors.ErrUnsupported.
 func TestRetryStoreSeesEachAttempt(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -427,6 +428,13 @@ func TestRetryStoreSeesEachAttempt(t *testing.T) {
 		}},
 		{"Store", false, nil, 3, []string{
 			"Claim 1 Running 1h0m0s",
+			"Finish 3 Succeeded 1h3m2s-1h3m3s",
+		}},
+		// A wrapper of a Store that records no attempts: as a Store.
+		{"Retry unsupported", true, fmt.Errorf("a wrapper: %w", errors.ErrUnsupported), 3, []string{
+			"Claim 1 Running 1h0m0s",
+			"Retry 1 Failed 1h0m0s-1h0m1s attempt 1 failed",
+			"Retry 2 Failed 1h1m1s-1h1m2s attempt 2 failed",
 			"Finish 3 Succeeded 1h3m2s-1h3m3s",
 		}},
 	} {

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/circulation-go/circulation"
@@ -40,7 +41,10 @@ type SinceStore interface {
 type NoteStore interface {
 	Store
 	// Note records each of rs, the finished record of a slot that did not
-	// run, unless its slot has a record already.
+	// run, unless its slot has a record already. A Store that wraps
+	// another, and is a NoteStore only if the other is, may return an
+	// error wrapping errors.ErrUnsupported: the Job then records them as
+	// on any other Store.
 	Note(ctx context.Context, rs []Record) error
 }
 
@@ -142,8 +146,9 @@ func (j *Job) writeNotes(context.Context) (time.Duration, bool) {
 	defer cancel()
 	s := j.cfg.store
 	if ns, ok := s.(NoteStore); ok {
-		_ = ns.Note(ctx, rs)
-		return 0, false
+		if err := ns.Note(ctx, rs); !errors.Is(err, errors.ErrUnsupported) {
+			return 0, false
+		}
 	}
 	for _, r := range rs {
 		if err := s.Claim(ctx, r); err == nil {

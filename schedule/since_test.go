@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -236,5 +237,29 @@ func TestMissedRecordsInTheStore(t *testing.T) {
 		assert.Len(t, h, 2+16)
 		assert.Equal(t, "1h0m0s Missed CatchUp", h[len(h)-1])
 		assert.Equal(t, "45m0s Missed CatchUp", h[2])
+	})
+}
+
+// noteUnsupported is a Store whose Note says, as a wrapper of a Store that
+// is not a NoteStore does, that it cannot note.
+type noteUnsupported struct{ storeOnly }
+
+func (noteUnsupported) Note(context.Context, []schedule.Record) error {
+	return fmt.Errorf("a wrapper: %w", errors.ErrUnsupported)
+}
+
+// A NoteStore whose Note returns errors.ErrUnsupported gets the Missed
+// records one by one, as any other Store.
+func TestNoteUnsupported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := schedule.NewMemoryStore(100)
+		succeeded(t, mem, at(0))
+		time.Sleep(3*time.Minute + 30*time.Second)
+		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error { return nil },
+			schedule.WithStore(noteUnsupported{storeOnly{mem}}), schedule.WithMisfire(schedule.MisfireSkip))
+		start(t, j)
+		stop(t, j)
+		assert.Equal(t, []string{"0s Succeeded Scheduled", "1m0s Missed CatchUp", "2m0s Missed CatchUp", "3m0s Missed CatchUp"},
+			history(t, mem))
 	})
 }
