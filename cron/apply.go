@@ -228,13 +228,16 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 	}
 	byJob := map[*schedule.Job]*entry{}
 	var jobs []*schedule.Job
-	for _, e := range starts {
-		// A paused task's job starts paused. Pause or Resume may have
-		// changed e.held since: hold follows the latest.
-		t.mu.Lock()
-		held := e.held
-		t.mu.Unlock()
-		if held {
+	// A paused task's job starts paused. Pause or Resume may change e.held
+	// after this look: hold follows the latest.
+	held := make([]bool, len(starts))
+	t.mu.Lock()
+	for i, e := range starts {
+		held[i] = e.held
+	}
+	t.mu.Unlock()
+	for i, e := range starts {
+		if held[i] {
 			func() {
 				defer refuse()
 				t.hold(e)

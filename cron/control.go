@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Tasks returns every task t runs, sorted by name: its definition in
@@ -207,49 +206,22 @@ func (t *Table) hold(e *entry) {
 	}
 }
 
-// since returns the time since which the task whose job is named job has
-// been scheduled (compiled.since), and whether t knows the task.
-func (t *Table) since(job string) (time.Time, bool) {
-	t.mu.Lock()
-	e := t.entryLocked(job)
-	t.mu.Unlock()
-	if e == nil {
-		return time.Time{}, false
-	}
-	return e.c.Load().since(), true
-}
-
-// floor returns the floor of the task job (compiled.floor), the zero Time
-// if t does not know it.
-func (t *Table) floor(job string) time.Time {
-	t.mu.Lock()
-	e := t.entryLocked(job)
-	t.mu.Unlock()
-	if e == nil {
-		return time.Time{}
-	}
-	return e.c.Load().floor()
-}
-
-// sinceAll returns since of each of jobs, the zero Time for those t does
-// not know.
-func (t *Table) sinceAll(jobs []string) []time.Time {
-	out := make([]time.Time, len(jobs))
-	if len(jobs) == 0 {
-		return out
-	}
+// definitions returns the definition in force of the task of each of jobs,
+// nil for those t does not know, looking them up under one lock.
+func (t *Table) definitions(jobs ...string) []*compiled {
 	es := make([]*entry, len(jobs))
 	t.mu.Lock()
 	for i, j := range jobs {
 		es[i] = t.entryLocked(j)
 	}
 	t.mu.Unlock()
+	cs := make([]*compiled, len(jobs))
 	for i, e := range es {
 		if e != nil {
-			out[i] = e.c.Load().since()
+			cs[i] = e.c.Load()
 		}
 	}
-	return out
+	return cs
 }
 
 // entryLocked returns the entry of the task name, or the latest removed

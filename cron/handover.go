@@ -35,18 +35,15 @@ type handoverStore struct {
 
 func (s handoverStore) Last(ctx context.Context, job string) (schedule.Record, error) {
 	r, err := s.Store.Last(ctx, job)
-	if err == nil {
-		if f := s.t.floor(job); f.After(r.Due) {
+	c := s.t.definitions(job)[0]
+	switch {
+	case c == nil:
+	case err == nil:
+		if f := c.floor(); f.After(r.Due) {
 			return standIn(job, f), nil
 		}
-		return r, nil
-	}
-	if errors.Is(err, schedule.ErrNoRecord) {
-		at, ok := s.t.since(job)
-		if !ok {
-			return r, err
-		}
-		return s.since(ctx, job, at)
+	case errors.Is(err, schedule.ErrNoRecord):
+		return s.since(ctx, job, c.since())
 	}
 	return r, err
 }
@@ -106,16 +103,20 @@ func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]sc
 	if err != nil {
 		return nil, err
 	}
-	var none []string
-	for _, j := range jobs {
-		if _, ok := m[j]; !ok {
-			none = append(none, j)
-		}
-	}
-	ats := make(map[string]time.Time, len(none))
-	for i, at := range s.t.sinceAll(none) {
-		if !at.IsZero() {
-			ats[none[i]] = at.Round(0)
+	// The definitions of all the jobs, in one look: the records that
+	// came from the store may be below a definition's floor; the jobs
+	// with none owe the slots since theirs.
+	ats := map[string]time.Time{}
+	for i, c := range s.t.definitions(jobs...) {
+		job := jobs[i]
+		switch r, ok := m[job]; {
+		case c == nil:
+		case ok:
+			if f := c.floor(); f.After(r.Due) {
+				m[job] = standIn(job, f)
+			}
+		default:
+			ats[job] = c.since().Round(0)
 		}
 	}
 	if ss, ok := durableSince(s.Store); ok && len(ats) > 0 {
@@ -132,11 +133,6 @@ func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]sc
 	}
 	for job, at := range ats {
 		m[job] = standIn(job, at)
-	}
-	for job, r := range m {
-		if f := s.t.floor(job); f.After(r.Due) {
-			m[job] = standIn(job, f)
-		}
 	}
 	return m, nil
 }
@@ -160,31 +156,23 @@ func standIn(job string, at time.Time) schedule.Record {
 }
 
 // Retry is the Store's, if it is a schedule.RetryStore; on any other
-// Store, the retries of a run keep its first claim, and Retry records
-// nothing.
+// Store it returns errors.ErrUnsupported, and the job's retries keep their
+// first claim, as on a Store that is not a RetryStore.
 func (s handoverStore) Retry(ctx context.Context, r schedule.Record) error {
 	if rs, ok := s.Store.(schedule.RetryStore); ok {
 		return rs.Retry(ctx, r)
 	}
-	return nil
+	return errors.ErrUnsupported
 }
 
-// Note is the Store's, if it is a schedule.NoteStore; on any other Store,
-// it records each of rs with Claim and Finish, as a Job does.
+// Note is the Store's, if it is a schedule.NoteStore; on any other Store
+// it returns errors.ErrUnsupported, and the job records the slots one by
+// one, as on a Store that is not a NoteStore.
 func (s handoverStore) Note(ctx context.Context, rs []schedule.Record) error {
 	if ns, ok := s.Store.(schedule.NoteStore); ok {
 		return ns.Note(ctx, rs)
 	}
-	for _, r := range rs {
-		if err := s.Store.Claim(ctx, r); err == nil {
-			if err := s.Store.Finish(ctx, r); err != nil {
-				return err
-			}
-		} else if !errors.Is(err, schedule.ErrClaimed) {
-			return err
-		}
-	}
-	return nil
+	return errors.ErrUnsupported
 }
 
 var (
@@ -221,6 +209,5 @@ func (s handoverLeaseStore) ClaimQueued(ctx context.Context, r schedule.Record) 
 	if q, ok := s.lease.(schedule.QueuedStore); ok {
 		return q.ClaimQueued(ctx, r)
 	}
-	now := time.Now()
-	return now, s.Store.Claim(ctx, r)
+	return time.Time{}, s.Store.Claim(ctx, r) // the claim's own start stands
 }
