@@ -127,16 +127,15 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 			r.gap, r.gapSched = now, j.sched
 			r.recover = circulation.Bind(j.cfg.sched, j.recoverStart)
 		}
-		if known {
-			if first := next(j.sched, last.Due); !first.IsZero() && !first.After(now) {
-				obs = j.dueLocked(j.sched, first, now)
-			}
-		} else if !since.IsZero() && since.Before(now) {
-			// The slots after since are owed, as if the job had run at
-			// since: a Start owes none at its own instant either.
-			if first := next(j.sched, since); !first.IsZero() && !first.After(now) {
-				obs = j.dueLocked(j.sched, first, now)
-			}
+		// The slots after the last record are owed; with none, those
+		// after since, as if the job had run then: a Start owes none at
+		// its own instant either.
+		from := last.Due
+		if !known && since.Before(now) {
+			from = since
+		}
+		if first := next(j.sched, from); !from.IsZero() && !first.IsZero() && !first.After(now) {
+			obs = j.dueLocked(j.sched, first, now)
 		}
 		refused = j.armLocked(now)
 	}()

@@ -83,6 +83,7 @@ func StartAll(ctx context.Context, jobs ...*Job) error {
 		}
 		reads := make([]*lastRead, len(js))
 		var since map[string]time.Time // of the jobs with no record, on a SinceStore
+		now := time.Now().Round(0)
 		for i, j := range js {
 			read := &lastRead{err: err}
 			if err == nil {
@@ -94,7 +95,8 @@ func StartAll(ctx context.Context, jobs ...*Job) error {
 						if since == nil {
 							since = map[string]time.Time{}
 						}
-						since[j.name] = j.sinceBase(time.Now().Round(0))
+						since[j.name] = j.sinceBase(now)
+						read.sinceRead = true
 					}
 				}
 			}
@@ -102,11 +104,6 @@ func StartAll(ctx context.Context, jobs ...*Job) error {
 		}
 		if len(since) > 0 {
 			got, err := lr.(SinceStore).SinceOf(ctx, since)
-			for _, read := range reads {
-				if read.err == ErrNoRecord {
-					read.sinceRead = true
-				}
-			}
 			if err == nil {
 				for i, j := range js {
 					reads[i].since = got[j.name]
