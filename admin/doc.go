@@ -62,6 +62,7 @@
 // refused, with its field named as in a cron.Task's JSON.
 //
 // With 100,000 tasks, a page of the list is served in a few milliseconds
-// from a snapshot of the Table's tasks read at most once a second
-// (SnapshotAge); DESIGN.md has the figures and how they were measured.
+// from a snapshot of the Table's tasks read at most once a second, and
+// again after a write through the page (SnapshotAge); DESIGN.md has the
+// figures and how they were measured.
 package admin
