@@ -27,13 +27,15 @@ type active struct {
 	missed     time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
 	look       bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
 	reclaiming bool      // LeaseStore: takeOver runs
+	claiming   bool      // LeaseStore: takeOver waits for a Reclaim; the runs submitted meanwhile are held
 	r          *rare     // made when first needed
 }
 
 // rare is the part of a job's active state that few jobs need, made by
 // rareLocked when first needed: a Start's store outage, Renews that hung,
 // runners waiting in a RunLimit, catch-ups under way, retries waiting for
-// their pause, a look for expired claims of its own.
+// their pause, a look for expired claims of its own, runs held while a
+// claim is taken over.
 type rare struct {
 	gap       time.Time              // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	gapSched  Schedule               // the schedule at gap
@@ -45,6 +47,7 @@ type rare struct {
 	catchUps  []time.Time            // the owed slots being caught up now
 	retries   []*retryWait           // retries waiting for their pause (WithRetry): Pause ends them
 	notes     []Record               // Missed records to write to the store, newest last
+	held      []pending              // runs submitted while a Reclaim was on its way back (claiming)
 	noter     *circulation.Trigger   // writes notes (writeNotes); Stop flushes it
 }
 

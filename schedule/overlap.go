@@ -33,6 +33,14 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		return obs
 	}
 	c := j.cfg
+	if x.claiming && (c.overlap != OverlapAllow || c.maxParallel > 0) {
+		// A Reclaim is on its way back, asked for while the job was free:
+		// these runs wait for its answer, so that a claim it took over
+		// finds the job as free as when it asked (takeOver).
+		r := x.rareLocked()
+		r.held = append(r.held, runs...)
+		return obs
+	}
 	if c.overlap == OverlapAllow {
 		if c.maxParallel > 0 && x.runners >= c.maxParallel {
 			for _, p := range runs {
@@ -156,8 +164,8 @@ func (j *Job) drop(p pending, why error) Record {
 	return j.record(p.run, Skipped, why)
 }
 
-// dropQueueLocked empties the queue of pending runs and returns their
-// records.
+// dropQueueLocked empties the queue of pending runs, and the runs held
+// while a claim is taken over, and returns their records.
 func (j *Job) dropQueueLocked(why error) []Record {
 	x := j.x
 	if x == nil {
@@ -169,5 +177,19 @@ func (j *Job) dropQueueLocked(why error) []Record {
 	}
 	clear(x.queue)
 	x.queue = x.queue[:0]
+	for _, p := range x.takeHeldLocked() {
+		obs = append(obs, j.drop(p, why))
+	}
 	return obs
+}
+
+// takeHeldLocked returns the runs held while a claim was taken over, and
+// holds none any more. The caller holds the job's lock.
+func (x *active) takeHeldLocked() []pending {
+	if x.r == nil || len(x.r.held) == 0 {
+		return nil
+	}
+	held := x.r.held
+	x.r.held = nil
+	return held
 }

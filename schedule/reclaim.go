@@ -248,9 +248,17 @@ func (j *Job) takeOverLocked(x *active) {
 // with Reason Recovered, while the overlap policy would start a run at
 // once, so that no claim it takes over waits, is skipped or is replaced;
 // if the job is busy, it looks again as soon as it is free (exitLocked).
-// A claim that arrives when the job is no longer free (a slot started a
-// run meanwhile, or the job was paused or stopped) is left as it is: its
-// new lease expires, and a free replica, or this one later, takes it over.
+//
+// The job stays as free as it was while each Reclaim is on its way back:
+// the runs submitted meanwhile (its slots, RunNow) are held (claiming), and
+// submitted under the overlap policy once the answer is in, after the run
+// of the claim taken over if there is one. So a claim taken over always
+// runs, and is not taken over again for want of a free job, which would
+// spend one of its slot's attempts; and no slot is skipped for a Reclaim
+// that found nothing. A Reclaim is given one lease to answer: a claim that
+// arrives later has expired already. A claim that arrives when the job was
+// paused or stopped meanwhile is left as it is: its new lease expires, and
+// a replica takes it over.
 func (j *Job) takeOver(x *active) {
 	defer func() {
 		j.mu.Lock()
@@ -260,7 +268,6 @@ func (j *Job) takeOver(x *active) {
 	}()
 	ls := j.cfg.lease
 	node := j.cfg.nodeName()
-	ctx := context.Background()
 	for range 1000 {
 		j.mu.Lock()
 		if j.state != jobStarted || j.paused() {
@@ -272,22 +279,29 @@ func (j *Job) takeOver(x *active) {
 			j.mu.Unlock()
 			return
 		}
+		x.claiming = true
 		j.mu.Unlock()
 		since := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), ls.Lease())
 		rec, err := ls.Reclaim(ctx, j.name, node)
+		cancel()
+		j.mu.Lock()
+		x.claiming = false
+		held := x.takeHeldLocked()
+		if err == nil && j.state == jobStarted && !j.paused() {
+			rec.Reason = Recovered
+			x.runners++
+			j.spawnLocked(x, pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered},
+				claim: &handover{rec: rec, since: since}}, nil, true)
+		}
+		var obs []Record
+		if len(held) > 0 {
+			obs = j.submitLocked(held, nil)
+		}
+		j.mu.Unlock()
+		j.observe(obs)
 		if err != nil {
 			return
 		}
-		rec.Reason = Recovered
-		p := pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered}, claim: &handover{rec: rec, since: since}}
-		j.mu.Lock()
-		started := j.state == jobStarted && !j.paused()
-		if started && j.freeLocked(x) {
-			x.runners++
-			j.spawnLocked(x, p, nil, true)
-		} else if started {
-			x.look = true
-		}
-		j.mu.Unlock()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -86,9 +87,11 @@ func TestBusyJobLeavesExpiredClaims(t *testing.T) {
 	}
 }
 
-// A slot that starts a run while a Reclaim is on its way back makes the
-// job busy when the claim arrives: the job leaves it (no Finish, so its
-// new lease expires), and takes it over again once free.
+// A slot that falls due while a Reclaim is on its way back waits for its
+// answer: the claim taken over runs at once, as the job was free when it
+// asked, and the slot then meets the overlap policy (Skipped). The claim
+// is taken over once: it is never left to expire for want of a free job,
+// which would spend one of its slot's attempts.
 func TestReclaimRacingASlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
@@ -99,18 +102,105 @@ func TestReclaimRacingASlot(t *testing.T) {
 			schedule.WithStore(store), schedule.WithNode("n"),
 			schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe))
 		start(t, j)
-		// 17s: the slot 10s's run ends; the job takes the claim over (lease
-		// until 26s), but the answer arrives at 21s, after the slot 20s
-		// started. 27s: that run ends; the job takes the claim over again.
+		// 17s: the slot 10s's run ends; the job asks for the claim, whose
+		// answer arrives at 21s. The slot 20s waits for it, and is Skipped
+		// then: the Recovered run is in flight.
 		time.Sleep(38 * time.Second)
 		stop(t, j)
-		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s", "20s Succeeded Scheduled 20s-27s",
-			"30s Skipped Scheduled", "0s Succeeded Recovered 27s-34s"}, l.summary())
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s", "20s Skipped Scheduled",
+			"0s Succeeded Recovered 21s-28s", "30s Succeeded Scheduled 30s-37s"}, l.summary())
 		assert.Equal(t, 1, l.maxRun, "runs overlapped")
 		r := deadRecord(t, store)
 		assert.Equal(t, schedule.Succeeded, r.Status)
-		assert.Equal(t, 3, r.Attempt)
+		assert.Equal(t, 2, r.Attempt)
 	})
+}
+
+// emptyReclaimStore is a leaseStore whose first Reclaim takes its time and
+// finds nothing, as when another replica took the claim over meanwhile.
+type emptyReclaimStore struct {
+	*leaseStore
+	calls atomic.Int32
+}
+
+func (s *emptyReclaimStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+	if s.calls.Add(1) == 1 {
+		time.Sleep(4 * time.Second)
+		return schedule.Record{}, schedule.ErrNoRecord
+	}
+	return s.leaseStore.Reclaim(ctx, job, node)
+}
+
+// A slot that waited for a Reclaim that found nothing runs, late by the
+// wait, under every overlap policy: the job was free, and no slot is
+// skipped for a claim that was not taken over.
+func TestReclaimFindingNothingHoldsNoSlotBack(t *testing.T) {
+	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow} {
+		t.Run(o.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				store := &emptyReclaimStore{leaseStore: newLeaseStore(9 * time.Second)}
+				deadClaim(t, store.leaseStore)
+				opts := []schedule.Option{schedule.WithStore(store), schedule.WithNode("n"), schedule.WithOverlap(o),
+					schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe)}
+				if o == schedule.OverlapAllow {
+					opts = append(opts, schedule.WithMaxParallel(1))
+				}
+				j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(7*time.Second), opts...)
+				start(t, j)
+				// 17s: the slot 10s's run ends; the job asks for the claim,
+				// and hears at 21s that there is none. The slot 20s, which
+				// waited, runs then. 28s: the job takes the claim over.
+				time.Sleep(29 * time.Second)
+				stop(t, j)
+				assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s", "20s Succeeded Scheduled 21s-28s"}, l.summary()[:2])
+				assert.Equal(t, 1, l.maxRun, "runs overlapped")
+			})
+		})
+	}
+}
+
+// A slot held while a Reclaim is on its way back is Skipped by a Pause or
+// a Stop that comes meanwhile, as a queued run is; the claim that then
+// arrives is not run, and its lease expires. Stop waits for the Reclaim.
+func TestHeldSlotPausedOrStopped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		act  func(*schedule.Job) // at 20.5s, the slot 20s held
+	}{
+		{"Pause", func(j *schedule.Job) { j.Pause() }},
+		{"Stop", func(j *schedule.Job) { require.NoError(t, j.Stop(context.Background())) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				store := newLeaseStore(9 * time.Second)
+				deadClaim(t, store)
+				store.slow = 4 * time.Second
+				j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(7*time.Second),
+					schedule.WithStore(store), schedule.WithNode("n"),
+					schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe))
+				start(t, j)
+				time.Sleep(20500 * time.Millisecond)
+				synctest.Wait()
+				assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s"}, l.summary(), "the slot 20s is held")
+				began := time.Now()
+				tc.act(j)
+				if tc.name == "Stop" {
+					assert.Equal(t, 500*time.Millisecond, time.Since(began), "Stop waits for the Reclaim")
+				} else {
+					assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s", "20s Skipped Scheduled"}, l.summary(),
+						"Skipped by Pause, before the claim arrives")
+				}
+				time.Sleep(5 * time.Second)
+				stop(t, j)
+				assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s", "20s Skipped Scheduled"}, l.summary())
+				r := deadRecord(t, store)
+				assert.Equal(t, schedule.Running, r.Status, "the claim taken over is left to expire")
+				assert.Equal(t, 2, r.Attempt)
+			})
+		})
+	}
 }
 
 // A slot that falls due while a Recovered run is in flight follows the

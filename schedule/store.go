@@ -106,7 +106,10 @@ type QueuedStore interface {
 // it could not renew it for a full Lease() (ErrLeaseNotRenewed). It looks
 // for expired claims of its job at each slot, every Lease(), and when a
 // run ends, but only while its overlap policy would start a run at once:
-// a busy Job leaves expired claims to a free replica, or to later.
+// a busy Job leaves expired claims to a free replica, or to later. The
+// slots that fall due while a Reclaim is on its way back wait for its
+// answer, at most one Lease(), so that the claim it takes over runs at
+// once.
 type LeaseStore interface {
 	Store
 	// Lease returns the length of a lease.
