@@ -229,7 +229,7 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("handler", errors.New("no handler "+strconv.Quote(clip(d.Handler))))
 	}
 	if d.Zone != "" {
-		l, err := zone(d.Zone)
+		l, err := loadZone(d.Zone)
 		if err != nil {
 			return fail("zone", errors.New("unknown zone "+strconv.Quote(clip(d.Zone))))
 		}
@@ -365,12 +365,13 @@ func (t *Table) parse(spec string, loc *time.Location) (schedule.Schedule, error
 }
 
 // zones holds the locations loaded, by name: a zone is loaded once for all
-// the tasks, not once each (time.LoadLocation reads and parses the zone's
-// file, about 4.7 KB of heap each time).
+// the tasks and specs, not once each (time.LoadLocation reads and parses
+// the zone's file each time; BenchmarkZone). Only the names of the tz
+// database load, so it holds a few hundred at most.
 var zones sync.Map
 
-// zone is time.LoadLocation, once per name.
-func zone(name string) (*time.Location, error) {
+// loadZone is time.LoadLocation, once per name.
+func loadZone(name string) (*time.Location, error) {
 	if l, ok := zones.Load(name); ok {
 		return l.(*time.Location), nil
 	}
@@ -388,7 +389,7 @@ func zone(name string) (*time.Location, error) {
 func (t *Table) scheduleOf(c *compiled) schedule.Schedule {
 	loc := t.loc
 	if c.zone != "" {
-		loc, _ = zone(c.zone) // compile loaded it
+		loc, _ = loadZone(c.zone) // compile loaded it
 	}
 	s, _ := t.parse(c.spec, loc) // compile read it
 	start, end := c.start(), c.end()

@@ -114,7 +114,7 @@ func Parse(spec string, loc *time.Location) (schedule.Schedule, error) {
 		if zone == "" {
 			return nil, parseError("zone", f[0], "empty zone name")
 		}
-		l, err := time.LoadLocation(zone)
+		l, err := loadZone(zone)
 		if err != nil {
 			return nil, parseError("zone", zone, "unknown zone")
 		}
