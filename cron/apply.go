@@ -174,7 +174,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 	for name, e := range t.tasks {
 		if e.applied != gen {
 			ch.Removed = append(ch.Removed, name)
-			delete(t.tasks, name)
+			t.removeLocked(name)
 			drains = append(drains, e)
 		}
 	}
@@ -275,7 +275,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 		errs = append(errs, &TaskError{Task: name, Field: "start", Err: err})
 		t.mu.Lock()
 		if t.tasks[name] == e { // not drained meanwhile: no one else marks e stopped
-			delete(t.tasks, name)
+			t.removeLocked(name)
 			t.markStoppedLocked(e)
 			if i := slices.Index(ch.Added, name); i >= 0 {
 				ch.Added = slices.Delete(ch.Added, i, i+1)
@@ -311,6 +311,9 @@ func (t *Table) newEntryLocked(name string, c *compiled, held bool, presets map[
 	}
 	if e.after != nil && e.after.done {
 		e.after = nil // stopped: nothing to wait for
+	}
+	if t.tasks[name] == nil {
+		t.renamedLocked()
 	}
 	t.tasks[name] = e
 	e.c.Store(c)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Tasks returns every task t runs, sorted by name: its definition in
@@ -33,22 +32,33 @@ func (t *Table) Tasks() []TaskState {
 // task changed by a concurrent Apply is reported before or after the
 // change. After Stop, Tasks reports the tasks as they were, with no Next.
 func (t *Table) TasksContext(ctx context.Context) ([]TaskState, error) {
+	return t.TasksOf(ctx, t.sortedNames()...)
+}
+
+// TasksOf is TasksContext for the tasks of names only: it returns the
+// state of each of them that t runs, in the order of names, and leaves
+// out those it does not run. With Names, it serves an inventory a page
+// at a time: a page of names costs one read of the Store, whatever the
+// number of tasks.
+func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, error) {
 	type item struct {
 		name string
 		e    *entry
 		held bool
 	}
+	items := make([]item, 0, len(names))
 	t.mu.Lock()
-	items := make([]item, 0, len(t.tasks))
-	for name, e := range t.tasks {
-		items = append(items, item{name, e, e.held})
+	for _, name := range names {
+		if e := t.tasks[name]; e != nil {
+			items = append(items, item{name, e, e.held})
+		}
 	}
 	t.mu.Unlock()
-	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.name, b.name) })
-
-	names := make([]string, len(items))
-	for i, it := range items {
-		names[i] = it.name
+	if len(items) < len(names) {
+		names = make([]string, len(items))
+		for i, it := range items {
+			names[i] = it.name
+		}
 	}
 	running := t.flying.counts(names)
 	lasts, err := lastOf(ctx, t.store, names)
@@ -65,6 +75,52 @@ func (t *Table) TasksContext(ctx context.Context) ([]TaskState, error) {
 		s.Running = running[i]
 	}
 	return ts, err
+}
+
+// Names returns the names of the tasks t runs, sorted. The Table keeps
+// them sorted once asked, until a task comes or goes: a call then costs
+// a copy of the names.
+func (t *Table) Names() []string {
+	return slices.Clone(t.sortedNames())
+}
+
+// sortedNames returns t.names, sorting the names of t.tasks again if they
+// changed. The caller must not modify it.
+func (t *Table) sortedNames() []string {
+	t.mu.Lock()
+	if names := t.names; names != nil {
+		t.mu.Unlock()
+		return names
+	}
+	renames := t.renames
+	names := make([]string, 0, len(t.tasks))
+	for name := range t.tasks {
+		names = append(names, name)
+	}
+	t.mu.Unlock()
+	slices.Sort(names) // not holding t.mu: a hundred thousand names take milliseconds
+	if testHookSort != nil {
+		testHookSort()
+	}
+	t.mu.Lock()
+	if t.renames == renames {
+		t.names = names
+	}
+	t.mu.Unlock()
+	return names
+}
+
+// renamedLocked notes that a name came to t.tasks or left it. The caller
+// holds t.mu.
+func (t *Table) renamedLocked() {
+	t.names = nil
+	t.renames++
+}
+
+// removeLocked removes the task name from t.tasks. The caller holds t.mu.
+func (t *Table) removeLocked(name string) {
+	delete(t.tasks, name)
+	t.renamedLocked()
 }
 
 // RunNow runs the task name at once, as a run with Reason schedule.Manual

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -368,6 +369,147 @@ func TestTableTasksReadsTheStore(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Names lists the tasks a Table runs, sorted, as Applies add and remove
+// them; a task whose job an Apply replaces keeps its place. TasksOf
+// reports the tasks of the names it is given that the Table runs, in
+// their order, and reads their last records in one call of a LastReader.
+func TestTableNamesAndTasksOf(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ls := &lastStore{MemoryStore: schedule.NewMemoryStore(10)}
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 0)}, cron.WithLocation(time.UTC), cron.WithStore(bulkStore{ls}))
+		ctx := context.Background()
+		assert.Empty(t, tab.Names())
+		defs := []cron.Task{task("c", "h", "* * * * * *"), task("a", "h", "* * * * * *"), task("b", "h", "@hourly")}
+		_, err := tab.Apply(ctx, defs)
+		require.NoError(t, err)
+		names := tab.Names()
+		assert.Equal(t, []string{"a", "b", "c"}, names)
+		names[0] = "z" // the caller's copy
+		assert.Equal(t, []string{"a", "b", "c"}, tab.Names())
+
+		time.Sleep(1500 * time.Millisecond)
+		ls.mu.Lock()
+		ls.last, ls.bulks = 0, 0
+		ls.mu.Unlock()
+		ts, err := tab.TasksOf(ctx, "c", "nope", "a")
+		require.NoError(t, err)
+		require.Len(t, ts, 2)
+		assert.Equal(t, []string{"c", "a"}, []string{ts[0].Task.Name, ts[1].Task.Name})
+		assert.Equal(t, schedule.Succeeded, ts[0].Last.Status)
+		assert.Equal(t, time.Now().UTC().Truncate(time.Second).Add(time.Second), ts[0].Next)
+		ls.mu.Lock()
+		assert.Equal(t, [2]int{0, 1}, [2]int{ls.last, ls.bulks}, "reads of one record, of many")
+		ls.mu.Unlock()
+		ts, err = tab.TasksOf(ctx)
+		require.NoError(t, err)
+		assert.Empty(t, ts)
+
+		d := defs[2]
+		d.Overlap = "allow" // a new job for b
+		_, err = tab.Apply(ctx, []cron.Task{defs[0], d})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"b", "c"}, tab.Names(), "a removed")
+		_, err = tab.Apply(ctx, []cron.Task{defs[0], d, task("aa", "h", "@daily")})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"aa", "b", "c"}, tab.Names(), "aa added")
+		ts, err = tab.TasksOf(ctx, "a", "b")
+		require.NoError(t, err)
+		require.Len(t, ts, 1)
+		assert.Equal(t, "allow", ts[0].Task.Overlap)
+		require.NoError(t, tab.Stop(ctx))
+		assert.Equal(t, []string{"aa", "b", "c"}, tab.Names(), "the tasks as they were")
+	})
+}
+
+// Names, called while Applies alternate between two sets of tasks, the
+// second the first and more, returns the set in force: when no Apply began
+// between the end of the latest one and the end of the call, that Apply's
+// set, whole, after an Apply that added tasks as after one that removed
+// them.
+func TestTableNamesUnderConcurrentApply(t *testing.T) {
+	var l ledger
+	tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 0)}, cron.WithLocation(time.UTC))
+	ctx := context.Background()
+	sets := [2][]cron.Task{}
+	want := [2][]string{}
+	for i := range 200 {
+		name := fmt.Sprintf("t%03d", i)
+		if i%3 != 0 {
+			sets[0] = append(sets[0], task(name, "h", "@yearly"))
+			want[0] = append(want[0], name)
+		}
+		sets[1] = append(sets[1], task(name, "h", "@yearly"))
+		want[1] = append(want[1], name)
+	}
+	// Apply i applies sets[i%2]; began and ended count the Applies begun
+	// and ended.
+	_, err := tab.Apply(ctx, sets[0])
+	require.NoError(t, err)
+	var began, ended atomic.Int64
+	began.Store(1)
+	ended.Store(1)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			began.Store(int64(i + 1))
+			if _, err := tab.Apply(ctx, sets[i%2]); err != nil {
+				t.Error(err)
+				return
+			}
+			ended.Store(int64(i + 1))
+			time.Sleep(50 * time.Microsecond) // room for calls between Applies
+		}
+	})
+	var bad, strict int
+	for range 5000 {
+		e := ended.Load()
+		got := tab.Names()
+		b := began.Load()
+		switch {
+		case b == e: // Apply e-1 is in force throughout
+			strict++
+			if !slices.Equal(got, want[(e-1)%2]) {
+				bad++
+			}
+		case !slices.Equal(got, want[0]) && !slices.Equal(got, want[1]):
+			bad++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	assert.Zero(t, bad, "Names that were not the set in force")
+	assert.Greater(t, strict, 100, "calls between Applies")
+	require.NoError(t, tab.Stop(ctx))
+}
+
+// A task that comes or goes while Names sorts the names it read is not
+// missed by the next call: the sorted names are kept only if no name came
+// or went meanwhile.
+func TestTableNamesChangedWhileSorted(t *testing.T) {
+	var l ledger
+	tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 0)}, cron.WithLocation(time.UTC))
+	ctx := context.Background()
+	a, b := task("a", "h", "@yearly"), task("b", "h", "@yearly")
+	_, err := tab.Apply(ctx, []cron.Task{a})
+	require.NoError(t, err)
+	cron.SetSortHook(func() {
+		cron.SetSortHook(nil)
+		_, err := tab.Apply(ctx, []cron.Task{a, b})
+		require.NoError(t, err)
+	})
+	defer cron.SetSortHook(nil)
+	assert.Equal(t, []string{"a"}, tab.Names(), "read before b came")
+	assert.Equal(t, []string{"a", "b"}, tab.Names())
+	require.NoError(t, tab.Stop(ctx))
 }
 
 // Goroutines apply random sets (or write them to the Source the Table

@@ -8,4 +8,8 @@ var (
 	// before it looks at the entry, and with "pause" between its look and
 	// the Pause of the job.
 	testHookHold func(where, name string)
+
+	// testHookSort runs in sortedNames, between its read of the names and
+	// its keeping of them sorted.
+	testHookSort func()
 )

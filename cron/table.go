@@ -41,6 +41,8 @@ type Table struct {
 
 	mu       sync.Mutex // guards the fields below
 	tasks    map[string]*entry
+	names    []string          // the names in tasks, sorted, never modified; nil until asked for, and once a name came or went
+	renames  uint64            // counts the names that came or went in tasks
 	last     map[string]*entry // the latest entry of each name that was removed and whose job has not stopped yet
 	draining map[*entry]bool   // removed or replaced, until their job has stopped
 	stopped  bool
