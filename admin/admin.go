@@ -61,12 +61,14 @@ type Options struct {
 	// Refresh is how often a page refreshes itself in a browser that runs
 	// its script: 5s if zero; never if negative.
 	Refresh time.Duration
-	// SnapshotAge is how long the pages reuse one reading of the Table's
-	// tasks and of the Jobs' last records, so that a list of 100,000
-	// tasks costs one Table.Tasks a second at most, however many people
-	// look at it (see DESIGN.md): 1s if zero; a reading per request if
-	// negative. A write through the handler makes the next page read them
-	// again.
+	// SnapshotAge is how long the list reuses one reading of the names
+	// of the Table's tasks (Table.Names), which it pages and searches, so
+	// that a list of 100,000 tasks costs a copy of their names a second at
+	// most, however many people look at it (see DESIGN.md): 1s if zero; a
+	// reading per request if negative. A write through the handler makes
+	// the next page read them again. The rows a page shows are read as it
+	// is served (Table.TasksOf, and the Jobs' last records from Store),
+	// one call of the Store each.
 	SnapshotAge time.Duration
 }
 

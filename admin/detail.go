@@ -53,24 +53,20 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 				h.fail(w, r, api, http.StatusNotFound, "There is no such task.")
 				return
 			}
-			snap := h.snaps.get(ctx)
-			d.Warning = snap.warning
-			e := snap.find(kindTask, name)
-			if e == nil {
-				e = h.unloaded(r, name)
-			} else {
-				d.Loaded = true
+			ts, err := h.o.Table.TasksOf(ctx, name)
+			if err != nil {
+				d.Warning = "The last run could not be read: " + err.Error()
 			}
-			if e == nil {
+			var st *cron.TaskState
+			if len(ts) == 1 {
+				st, d.Loaded = &ts[0], true
+			} else if st = h.unloaded(r, name); st == nil {
 				h.fail(w, r, api, http.StatusNotFound, "There is no such task.")
 				return
 			}
-			d.row = h.row(e)
-			t := e.task.Task
+			d.row = h.taskRow(st)
+			t := st.Task
 			d.Definition = &t
-			if next, ok := h.o.Table.Next(name); ok {
-				d.Next = in(next, d.loc) // fresher than the snapshot's
-			}
 			if d.Loaded {
 				s = taskSchedule(t, d.loc)
 			}
@@ -80,7 +76,7 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 				h.fail(w, r, api, http.StatusNotFound, "There is no such job.")
 				return
 			}
-			d.row = h.row(&entry{kind: kindJob, name: name, job: ji})
+			d.row = h.jobRow(ji, nil)
 			s = ji.sched
 		}
 		if d.Paused || d.Next.IsZero() {
@@ -104,7 +100,7 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 				d.Warning = "The history could not be read: " + err.Error()
 			}
 			if len(recs) > 0 {
-				d.Last = recordOf(recs[0], d.loc) // fresher than the snapshot's
+				d.Last = recordOf(recs[0], d.loc)
 			}
 			from := min((page-1)*d.PageSize, len(recs))
 			to := min(page*d.PageSize, len(recs))
@@ -136,9 +132,9 @@ func pageParam(p int) string {
 	return "&page=" + strconv.Itoa(p)
 }
 
-// unloaded returns the entry of a task that the Definitions hold but the
+// unloaded returns the state of a task that the Definitions hold but the
 // Table does not run yet (it loads it at its next look), or nil.
-func (h *handler) unloaded(r *http.Request, name string) *entry {
+func (h *handler) unloaded(r *http.Request, name string) *cron.TaskState {
 	if h.o.Definitions == nil {
 		return nil
 	}
@@ -146,7 +142,7 @@ func (h *handler) unloaded(r *http.Request, name string) *entry {
 	if err != nil {
 		return nil
 	}
-	return &entry{kind: kindTask, name: name, task: &cron.TaskState{Task: t}}
+	return &cron.TaskState{Task: t}
 }
 
 // taskSchedule returns the times of t as its Table runs them: its spec in

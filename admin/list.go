@@ -22,30 +22,28 @@ const (
 	kindJob  = "job"
 )
 
-// A snapshot is one reading of every task and job, sorted by name: what
-// the list pages and searches, and what a job's page takes its definition
-// from.
+// A snapshot is the names of every task and job, sorted: what the list
+// pages and searches. The rows of a page are read when it is served.
 type snapshot struct {
 	at      time.Time
-	gen     uint64 // snapshots.gen when the reading began
+	gen     uint64   // snapshots.gen when the reading began
+	tasks   []string // the Table's names, as read
 	entries []entry
-	warning string // why some last records are missing
+	warning string // why there is no snapshot
 }
 
 // An entry is a task or a job of a snapshot.
 type entry struct {
 	kind  string
 	name  string
-	lower string           // name in lower case, for the search
-	task  *cron.TaskState  // kindTask
-	job   *jobInfo         // kindJob
-	last  *schedule.Record // kindJob's, from the Store; nil if none
+	lower string   // name in lower case, for the search
+	job   *jobInfo // kindJob's
 }
 
-// snapshots hands out the latest snapshot, reading the tasks and jobs
-// again once it is older than SnapshotAge, or a write made it stale. One
-// request reads at a time; the others meanwhile take the previous
-// snapshot, unless a write made it stale, and then wait for the new one.
+// snapshots hands out the latest snapshot, reading the names again once it
+// is older than SnapshotAge, or a write made it stale. One request reads
+// at a time; the others meanwhile take the previous snapshot, unless a
+// write made it stale, and then wait for the new one.
 type snapshots struct {
 	h *handler
 
@@ -87,7 +85,7 @@ func (s *snapshots) get(ctx context.Context) *snapshot {
 		gen := s.gen
 		s.mu.Unlock()
 
-		snap := s.h.read(context.WithoutCancel(ctx))
+		snap := s.h.read(cur)
 		snap.gen = gen
 		s.mu.Lock()
 		s.cur, s.building = snap, nil
@@ -104,50 +102,86 @@ func (s *snapshots) stale() {
 	s.mu.Unlock()
 }
 
-// read reads every task and job, sorted by name.
-func (h *handler) read(ctx context.Context) *snapshot {
+// read reads the names of every task and job, sorted. It reuses the
+// entries of prev, if not nil, when the Table's names are as they were.
+func (h *handler) read(prev *snapshot) *snapshot {
+	if testHookRead != nil {
+		testHookRead()
+	}
 	snap := &snapshot{at: time.Now()}
-	var tasks []cron.TaskState
-	var errs []error
 	if h.o.Table != nil {
-		var err error
-		tasks, err = h.o.Table.TasksContext(ctx)
-		errs = append(errs, err)
+		snap.tasks = h.o.Table.Names()
+	}
+	if prev != nil && prev.warning == "" && slices.Equal(snap.tasks, prev.tasks) {
+		snap.tasks, snap.entries = prev.tasks, prev.entries
+		return snap
 	}
 	jobs := h.sortedJobs()
-	lasts := map[string]schedule.Record{}
-	if h.o.Store != nil && len(jobs) > 0 {
-		names := make([]string, len(jobs))
-		for i, ji := range jobs {
-			names[i] = ji.job.Name()
-		}
-		var err error
-		lasts, err = lastOf(ctx, h.o.Store, names)
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		snap.warning = "Some last runs could not be read: " + err.Error()
-	}
+	tasks := snap.tasks
 	// Merge the two lists, sorted by name already.
 	snap.entries = make([]entry, 0, len(tasks)+len(jobs))
 	i, j := 0, 0
 	for i < len(tasks) || j < len(jobs) {
-		if j == len(jobs) || (i < len(tasks) && tasks[i].Task.Name <= jobs[j].job.Name()) {
-			t := &tasks[i]
-			snap.entries = append(snap.entries, entry{kind: kindTask, name: t.Task.Name, lower: strings.ToLower(t.Task.Name), task: t})
+		if j == len(jobs) || (i < len(tasks) && tasks[i] <= jobs[j].job.Name()) {
+			snap.entries = append(snap.entries, entry{kind: kindTask, name: tasks[i], lower: strings.ToLower(tasks[i])})
 			i++
 			continue
 		}
 		ji := jobs[j]
 		name := ji.job.Name()
-		e := entry{kind: kindJob, name: name, lower: strings.ToLower(name), job: ji}
-		if r, ok := lasts[name]; ok {
-			e.last = &r
-		}
-		snap.entries = append(snap.entries, e)
+		snap.entries = append(snap.entries, entry{kind: kindJob, name: name, lower: strings.ToLower(name), job: ji})
 		j++
 	}
 	return snap
+}
+
+// rows returns the rows of es, in order: it reads the states of their
+// tasks (Table.TasksOf) and the last records of their jobs, in one call
+// each. A task the Table no longer runs is left out. The warning says
+// what could not be read.
+func (h *handler) rows(ctx context.Context, es []*entry) (rows []row, warning string) {
+	var tasks, jobs []string
+	for _, e := range es {
+		if e.kind == kindTask {
+			tasks = append(tasks, e.name)
+		} else {
+			jobs = append(jobs, e.name)
+		}
+	}
+	var errs []error
+	states := make(map[string]*cron.TaskState, len(tasks))
+	if len(tasks) > 0 && h.o.Table != nil {
+		ts, err := h.o.Table.TasksOf(ctx, tasks...)
+		errs = append(errs, err)
+		for i := range ts {
+			states[ts[i].Task.Name] = &ts[i]
+		}
+	}
+	var lasts map[string]schedule.Record
+	if len(jobs) > 0 && h.o.Store != nil {
+		var err error
+		lasts, err = lastOf(ctx, h.o.Store, jobs)
+		errs = append(errs, err)
+	}
+	rows = make([]row, 0, len(es))
+	for _, e := range es {
+		switch e.kind {
+		case kindTask:
+			if s := states[e.name]; s != nil {
+				rows = append(rows, h.taskRow(s))
+			}
+		case kindJob:
+			var last *schedule.Record
+			if r, ok := lasts[e.name]; ok {
+				last = &r
+			}
+			rows = append(rows, h.jobRow(e.job, last))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		warning = "Some last runs could not be read: " + err.Error()
+	}
+	return rows, warning
 }
 
 // lastOf returns the last record of each of jobs that has one, in one call
@@ -174,20 +208,6 @@ func lastOf(ctx context.Context, s schedule.Store, jobs []string) (map[string]sc
 	return m, errors.Join(errs...)
 }
 
-// find returns the entry of kind and name in snap, or nil.
-func (snap *snapshot) find(kind, name string) *entry {
-	i, ok := slices.BinarySearchFunc(snap.entries, name, func(e entry, name string) int { return strings.Compare(e.name, name) })
-	if !ok {
-		return nil
-	}
-	for ; i < len(snap.entries) && snap.entries[i].name == name; i++ {
-		if snap.entries[i].kind == kind {
-			return &snap.entries[i]
-		}
-	}
-	return nil
-}
-
 // A row is a task or a job as the list shows it, and as api/tasks
 // returns it: its times in its zone.
 type row struct {
@@ -206,26 +226,31 @@ type row struct {
 	loc         *time.Location
 }
 
-// row returns e as the list shows it.
-func (h *handler) row(e *entry) row {
-	r := row{Kind: e.kind, Name: e.name, URL: e.kind + "?" + url.Values{"name": {e.name}}.Encode()}
-	var last schedule.Record
-	switch e.kind {
-	case kindTask:
-		t := &e.task.Task
-		r.Spec, r.Handler, r.BusinessID, r.Paused = t.Spec, t.Handler, t.BusinessID, t.Paused
-		r.Running = e.task.Running
-		r.loc = zoneOf(t.Spec, t.Zone, h.o.Location)
-		r.Next, last = e.task.Next, e.task.Last
-	case kindJob:
-		ji := e.job
-		r.Spec, r.loc = ji.spec, ji.loc
-		r.Next = ji.job.Next()
-		if e.last != nil {
-			last = *e.last
-		}
-		r.Paused = h.jobPaused(e.name)
+// taskRow returns the task of s as the list shows it.
+func (h *handler) taskRow(s *cron.TaskState) row {
+	t := &s.Task
+	r := row{Kind: kindTask, Name: t.Name, Spec: t.Spec, Handler: t.Handler, BusinessID: t.BusinessID,
+		Paused: t.Paused, Running: s.Running, Next: s.Next, loc: zoneOf(t.Spec, t.Zone, h.o.Location)}
+	h.finishRow(&r, s.Last)
+	return r
+}
+
+// jobRow returns ji as the list shows it, with last its last record, nil
+// if it has none or it is not known.
+func (h *handler) jobRow(ji *jobInfo, last *schedule.Record) row {
+	name := ji.job.Name()
+	r := row{Kind: kindJob, Name: name, Spec: ji.spec, Next: ji.job.Next(), Paused: h.jobPaused(name), loc: ji.loc}
+	var l schedule.Record
+	if last != nil {
+		l = *last
 	}
+	h.finishRow(&r, l)
+	return r
+}
+
+// finishRow sets what r shows of its spec, times and last record.
+func (h *handler) finishRow(r *row, last schedule.Record) {
+	r.URL = r.Kind + "?" + url.Values{"name": {r.Name}}.Encode()
 	r.Description = h.describe(r.Spec, r.loc)
 	r.Zone = r.loc.String()
 	r.Next = in(r.Next, r.loc)
@@ -233,7 +258,6 @@ func (h *handler) row(e *entry) row {
 	if r.Running == 0 && last.Status == schedule.Running && !last.Due.IsZero() {
 		r.Running = 1 // in flight on another replica, or its node died and its lease will expire
 	}
-	return r
 }
 
 // A listPage is a page of the list, as the list shows it and as
@@ -290,9 +314,10 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	lp.Pages = max(1, (lp.Total+size-1)/size)
 	lp.Page = page
-	lp.Items = make([]row, len(hits))
-	for i, e := range hits {
-		lp.Items[i] = h.row(e)
+	var warning string
+	lp.Items, warning = h.rows(r.Context(), hits)
+	if lp.Warning == "" {
+		lp.Warning = warning
 	}
 	lp.Back = strings.TrimPrefix(listQuery(q, page), "?")
 	if page > 1 {

@@ -7,6 +7,7 @@ replace github.com/circulation-go/circulation => ../
 require (
 	github.com/adhocore/gronx v1.20.4
 	github.com/circulation-go/circulation v0.0.0
+	github.com/circulation-go/circulation/admin v0.0.0
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/cronexpr v1.1.3
@@ -52,3 +53,5 @@ require (
 replace github.com/circulation-go/circulation/schedule/sqlstore => ../schedule/sqlstore
 
 replace github.com/circulation-go/circulation/cron => ../cron
+
+replace github.com/circulation-go/circulation/admin => ../admin

@@ -6,7 +6,11 @@
 // every task has one; the statements each start sends per task; Tasks on
 // the whole table; and how soon a change of one definition is applied,
 // written by another Store (seen at the next poll of the version) and by
-// the Table's own (seen at once, through Changes).
+// the Table's own (seen at once, through Changes). It also serves the
+// admin page of the started Table, every task with a record: a page of
+// the list that reads the names again (as the first request after
+// SnapshotAge does), a search, and a task's page, each with the
+// statements it sent, medians of 5.
 //
 //	go run ./cmd/tablestart -store postgres -tasks 100000 -rounds 3
 //	go run ./cmd/tablestart -store sqlite -tasks 100000 -rounds 3
@@ -26,6 +30,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,6 +43,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/circulation-go/circulation/admin"
 	"github.com/circulation-go/circulation/bench/internal/pgserver"
 	"github.com/circulation-go/circulation/cron"
 	"github.com/circulation-go/circulation/schedule"
@@ -91,6 +98,13 @@ type round struct {
 	tasks       time.Duration // Tasks, every task with a record
 	polled      time.Duration // a change by another Store, until the Table applied it
 	own         time.Duration // a change by the Table's Store
+	pages       [4]page       // the admin page's list read again (names changed, and not), a search, a task's page
+}
+
+// A page is what serving one admin page took, median of 5.
+type page struct {
+	took  time.Duration
+	stmts uint64 // sent by the Store
 }
 
 func run(o options) error {
@@ -126,10 +140,13 @@ func run(o options) error {
 		}
 		fmt.Printf("round %d: definitions read in %.2f s; first start %.2f s (%.4f statements a task), second %.2f s (%.4f), Tasks %.0f ms, "+
 			"a change applied in %.0f ms (another Store) and %.0f ms (its own); heap %.0f B a task; "+
-			"%d runs recorded in %.1f s, Stop %.2f s; a Create %.1f ms\n",
+			"%d runs recorded in %.1f s, Stop %.2f s; a Create %.1f ms; "+
+			"admin: list read again %.1f ms (%d statements), names unchanged %.1f ms (%d), search %.1f ms (%d), a task's page %.1f ms (%d)\n",
 			k+1, r.read.Seconds(), r.first.Seconds(), float64(r.firstStmts)/float64(o.tasks), r.second.Seconds(),
 			float64(r.secondStmts)/float64(o.tasks), ms(r.tasks), ms(r.polled), ms(r.own), r.heapPerTask,
-			o.tasks, r.records.Seconds(), r.stop.Seconds(), ms(r.create))
+			o.tasks, r.records.Seconds(), r.stop.Seconds(), ms(r.create),
+			ms(r.pages[0].took), r.pages[0].stmts, ms(r.pages[1].took), r.pages[1].stmts, ms(r.pages[2].took), r.pages[2].stmts,
+			ms(r.pages[3].took), r.pages[3].stmts)
 		rs = append(rs, r)
 	}
 	med := func(f func(round) float64) float64 {
@@ -152,6 +169,17 @@ func run(o options) error {
 		med(func(r round) float64 { return ms(r.polled) }),
 		med(func(r round) float64 { return ms(r.own) }),
 		med(func(r round) float64 { return r.heapPerTask }))
+	fmt.Println("| store | Tasks() | admin list, names read again | names unchanged | search | a task's page |")
+	fmt.Printf("| %s | %.0f ms | %.1f ms (%.0f statements) | %.1f ms (%.0f) | %.1f ms (%.0f) | %.1f ms (%.0f) |\n", o.store,
+		med(func(r round) float64 { return ms(r.tasks) }),
+		med(func(r round) float64 { return ms(r.pages[0].took) }),
+		med(func(r round) float64 { return float64(r.pages[0].stmts) }),
+		med(func(r round) float64 { return ms(r.pages[1].took) }),
+		med(func(r round) float64 { return float64(r.pages[1].stmts) }),
+		med(func(r round) float64 { return ms(r.pages[2].took) }),
+		med(func(r round) float64 { return float64(r.pages[2].stmts) }),
+		med(func(r round) float64 { return ms(r.pages[3].took) }),
+		med(func(r round) float64 { return float64(r.pages[3].stmts) }))
 	return nil
 }
 
@@ -282,6 +310,9 @@ func measure(o options, table string) (r round, err error) {
 		return r, err
 	}
 	r.tasks = time.Since(began)
+	if r.pages, err = adminPages(tb, s, names); err != nil {
+		return r, err
+	}
 
 	// A change written by another Store, which the Table sees at its next
 	// look at the version, at a random point of its polls; then one
@@ -407,4 +438,38 @@ func change(ctx context.Context, tb *cron.Table, defs *sqlstore.Definitions, nam
 		}
 	}
 	return 0, fmt.Errorf("the change of %s not applied within a minute", name)
+}
+
+// adminPages serves pages of the admin page of tb, on s, each five times,
+// and returns the median time of each, and the statements s sent for it:
+// a page of the list that reads the names again (SnapshotAge < 0, as the
+// first request after a second does), first on a new handler (as after a
+// task came or went: its list is merged again), then on one that read
+// them before; a search; and a task's page.
+func adminPages(tb *cron.Table, s *sqlstore.Store, names []string) ([4]page, error) {
+	newHandler := func() http.Handler {
+		return admin.New(admin.Options{Table: tb, Store: s, Location: time.UTC, SnapshotAge: -1})
+	}
+	h := newHandler()
+	var ps [4]page
+	for i, target := range []string{"/?page=2", "/?page=2", "/?q=task-99", "/task?name=" + names[len(names)/2]} {
+		var tooks []time.Duration
+		for range 5 {
+			if i == 0 {
+				h = newHandler()
+			}
+			before := s.Stats().Statements
+			began := time.Now()
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", "http://admin.test"+target, nil))
+			tooks = append(tooks, time.Since(began))
+			if w.Code != 200 {
+				return ps, fmt.Errorf("admin: GET %s: %d", target, w.Code)
+			}
+			ps[i].stmts = s.Stats().Statements - before
+		}
+		slices.Sort(tooks)
+		ps[i].took = tooks[2]
+	}
+	return ps, nil
 }
