@@ -160,7 +160,7 @@ func (h *handler) rows(ctx context.Context, es []*entry) (rows []row, warning st
 	var lasts map[string]schedule.Record
 	if len(jobs) > 0 && h.o.Store != nil {
 		var err error
-		lasts, err = lastOf(ctx, h.o.Store, jobs)
+		lasts, err = schedule.LastOf(ctx, h.o.Store, jobs)
 		errs = append(errs, err)
 	}
 	rows = make([]row, 0, len(es))
@@ -182,30 +182,6 @@ func (h *handler) rows(ctx context.Context, es []*entry) (rows []row, warning st
 		warning = "Some last runs could not be read: " + err.Error()
 	}
 	return rows, warning
-}
-
-// lastOf returns the last record of each of jobs that has one, in one call
-// if s is a schedule.LastReader.
-func lastOf(ctx context.Context, s schedule.Store, jobs []string) (map[string]schedule.Record, error) {
-	if lr, ok := s.(schedule.LastReader); ok {
-		m, err := lr.LastOf(ctx, jobs)
-		if m == nil {
-			m = map[string]schedule.Record{}
-		}
-		return m, err
-	}
-	m := make(map[string]schedule.Record, len(jobs))
-	var errs []error
-	for _, j := range jobs {
-		r, err := s.Last(ctx, j)
-		switch {
-		case err == nil:
-			m[j] = r
-		case !errors.Is(err, schedule.ErrNoRecord):
-			errs = append(errs, err)
-		}
-	}
-	return m, errors.Join(errs...)
 }
 
 // A row is a task or a job as the list shows it, and as api/tasks

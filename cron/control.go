@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/circulation-go/circulation/schedule"
 )
 
 // Tasks returns every task t runs, sorted by name: its definition in
@@ -61,7 +63,7 @@ func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, erro
 		}
 	}
 	running := t.flying.counts(names)
-	lasts, err := lastOf(ctx, t.store, names)
+	lasts, err := schedule.LastOf(ctx, t.store, names)
 	if err != nil && len(names) > 0 {
 		err = fmt.Errorf("cron: Tasks: reading the last records: %w", err)
 	}

@@ -99,7 +99,7 @@ func (s handoverLeaseStore) Reclaim(ctx context.Context, job, node string) (sche
 // and one by one if not, with the handover's record for those that have
 // none.
 func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]schedule.Record, error) {
-	m, err := lastOf(ctx, s.Store, jobs)
+	m, err := schedule.LastOf(ctx, s.Store, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -179,29 +179,6 @@ var (
 	_ schedule.RetryStore = handoverStore{}
 	_ schedule.NoteStore  = handoverStore{}
 )
-
-// lastOf returns the last record of each of jobs that has one in s: in one
-// call if s is a LastReader, one by one if not.
-func lastOf(ctx context.Context, s schedule.Store, jobs []string) (map[string]schedule.Record, error) {
-	if lr, ok := s.(schedule.LastReader); ok {
-		m, err := lr.LastOf(ctx, jobs)
-		if m == nil && err == nil {
-			m = map[string]schedule.Record{}
-		}
-		return m, err
-	}
-	m := make(map[string]schedule.Record, len(jobs))
-	for _, j := range jobs {
-		r, err := s.Last(ctx, j)
-		switch {
-		case err == nil:
-			m[j] = r
-		case !errors.Is(err, schedule.ErrNoRecord):
-			return nil, err
-		}
-	}
-	return m, nil
-}
 
 // ClaimQueued is the Store's, if it queues claims; otherwise it is Claim,
 // and the lease began no earlier than the call.

@@ -17,6 +17,36 @@ type LastReader interface {
 	LastOf(ctx context.Context, jobs []string) (map[string]Record, error)
 }
 
+// LastOf returns the record with the latest Due of each of jobs that has
+// one in s, by job name; a job with none is absent. It reads them in one
+// call if s is a LastReader, and with one Last each otherwise. A Last that
+// fails does not stop the others: LastOf then returns the records it read
+// and the errors, joined; it stops early once ctx is done.
+func LastOf(ctx context.Context, s Store, jobs []string) (map[string]Record, error) {
+	if lr, ok := s.(LastReader); ok {
+		m, err := lr.LastOf(ctx, jobs)
+		if m == nil {
+			m = map[string]Record{}
+		}
+		return m, err
+	}
+	m := make(map[string]Record, len(jobs))
+	var errs []error
+	for _, j := range jobs {
+		if err := ctx.Err(); err != nil {
+			return m, errors.Join(append(errs, err)...)
+		}
+		r, err := s.Last(ctx, j)
+		switch {
+		case err == nil:
+			m[j] = r
+		case !errors.Is(err, ErrNoRecord):
+			errs = append(errs, err)
+		}
+	}
+	return m, errors.Join(errs...)
+}
+
 // A StartError reports a job that StartAll did not start, and why: Start's
 // error.
 type StartError struct {

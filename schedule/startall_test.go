@@ -3,6 +3,8 @@ package schedule_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -92,4 +94,64 @@ func TestStartAll(t *testing.T) {
 			})
 		})
 	}
+}
+
+// failLastStore is a MemoryStore whose Last fails for the jobs of fail,
+// and counts its calls.
+type failLastStore struct {
+	*schedule.MemoryStore
+	fail  map[string]bool
+	calls int
+}
+
+func (s *failLastStore) Last(ctx context.Context, job string) (schedule.Record, error) {
+	s.calls++
+	if s.fail[job] {
+		return schedule.Record{}, fmt.Errorf("reading %s: %w", job, errDown)
+	}
+	return s.MemoryStore.Last(ctx, job)
+}
+
+// LastOf reads the last records in one call of a LastReader, and with one
+// Last a job from another Store, going on past the jobs whose Last fails:
+// it returns the records it read and the errors. A job with no record is
+// absent, not an error. It stops once its context is done.
+func TestLastOf(t *testing.T) {
+	ctx := context.Background()
+	due := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	mem := schedule.NewMemoryStore(10)
+	for _, job := range []string{"a", "b", "c"} {
+		r := schedule.Record{Job: job, Due: due, Status: schedule.Running}
+		require.NoError(t, mem.Claim(ctx, r))
+		r.Status = schedule.Succeeded
+		require.NoError(t, mem.Finish(ctx, r))
+	}
+	jobs := []string{"a", "b", "c", "none"}
+
+	bulk := &bulkStore{MemoryStore: mem}
+	m, err := schedule.LastOf(ctx, bulk, jobs)
+	require.NoError(t, err)
+	assert.Len(t, m, 3)
+	assert.Equal(t, [2]int64{1, 0}, [2]int64{bulk.lastOf.Load(), bulk.last.Load()}, "calls of LastOf, of Last")
+	bulk.down.Store(true)
+	m, err = schedule.LastOf(ctx, bulk, jobs)
+	assert.ErrorIs(t, err, errDown)
+	assert.NotNil(t, m)
+	assert.Empty(t, m)
+
+	plain := &failLastStore{MemoryStore: mem, fail: map[string]bool{"b": true}}
+	m, err = schedule.LastOf(ctx, plain, jobs)
+	assert.ErrorIs(t, err, errDown)
+	assert.ErrorContains(t, err, "reading b")
+	assert.Equal(t, []string{"a", "c"}, slices.Sorted(maps.Keys(m)))
+	assert.Equal(t, due, m["c"].Due)
+	assert.Equal(t, 4, plain.calls)
+
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	plain.calls = 0
+	m, err = schedule.LastOf(done, plain, jobs)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, m)
+	assert.Zero(t, plain.calls)
 }
