@@ -73,7 +73,13 @@ func idle(o options) error {
 			schedule.WithStore(store), schedule.WithScheduler(w))
 	}
 	begin := time.Now()
-	if err := schedule.StartAll(context.Background(), jobs...); err != nil {
+	start := func() error { return schedule.StartAll(context.Background(), jobs...) }
+	if o.Each {
+		start = func() error {
+			return each(jobs, func(j *schedule.Job) error { return j.Start(context.Background()) })
+		}
+	}
+	if err := start(); err != nil {
 		return err
 	}
 	setup := time.Since(begin)

@@ -21,7 +21,11 @@
 // PostgreSQL is a throwaway server started with initdb and pg_ctl in a
 // temporary folder, unless -dsn names one. With -idle, herd instead holds
 // -jobs idle jobs on PostgreSQL for that long and reports the statements
-// they sent per second while none was due.
+// they sent per second while none was due, and how long their start took
+// (schedule.StartAll; with -each, one Start a job, its baseline):
+//
+//	go run ./cmd/herd -store postgres -jobs 100000 -idle 1s
+//	go run ./cmd/herd -store postgres -jobs 100000 -idle 1s -each
 package main
 
 import (
@@ -54,6 +58,7 @@ type options struct {
 	Timeout  time.Duration
 	DSN      string
 	Idle     time.Duration
+	Each     bool  // with Idle: start the jobs one Start each, not with StartAll
 	Runs     int   // the Store's RunLimit, 0 for its default
 	Due      int64 // Unix ns, for the replicas
 	Node     string
@@ -72,6 +77,7 @@ func main() {
 	flag.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "give up waiting for the runs after this long past the due time")
 	flag.StringVar(&o.DSN, "dsn", "", "a PostgreSQL to use instead of a throwaway one")
 	flag.DurationVar(&o.Idle, "idle", 0, "hold idle jobs this long and report their statements per second")
+	flag.BoolVar(&o.Each, "each", false, "with -idle: start the jobs with one Start each, not StartAll (its baseline)")
 	flag.IntVar(&o.Runs, "runs", 0, "the runs in flight per replica (the Store's RunLimit); 0 for its default")
 	flag.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process to the file")
