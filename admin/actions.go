@@ -77,15 +77,8 @@ type done struct {
 	Version int64  `json:"version,omitempty"` // of a definition created or updated
 }
 
-// setJobPaused pauses or resumes the Job of ji, and notes it: a Job does
-// not say whether it is paused. The pauses and resumes of the handler
-// take effect one after the other, in the order they are noted.
+// setJobPaused pauses or resumes the Job of ji.
 func (h *handler) setJobPaused(ji *jobInfo, paused bool) {
-	h.ctl.Lock()
-	defer h.ctl.Unlock()
-	h.mu.Lock()
-	h.paused[ji.job.Name()] = paused
-	h.mu.Unlock()
 	if paused {
 		ji.job.Pause()
 	} else {

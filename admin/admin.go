@@ -92,8 +92,8 @@ type Definitions interface {
 }
 
 // handler is what New returns. Its fields are set by New and read only
-// after, but for the snapshots and the pauses of Jobs, which have locks of
-// their own.
+// after, but for the snapshots and the descriptions, which are safe for
+// concurrent use.
 type handler struct {
 	o       Options
 	co      *http.CrossOriginProtection
@@ -103,10 +103,6 @@ type handler struct {
 	snaps   snapshots
 	descs   sync.Map     // the descriptions of the specs shown, by spec and zone
 	ndescs  atomic.Int64 // descriptions made
-
-	ctl    sync.Mutex      // held by a pause or resume of a Job, so that they take effect in the order noted
-	mu     sync.Mutex      // guards paused
-	paused map[string]bool // the Jobs this handler paused: schedule.Job does not say
 }
 
 // jobInfo is one of Options.Jobs, with its spec read.
@@ -126,7 +122,7 @@ type jobInfo struct {
 // New panics if a Job is nil, if two Jobs share a name, or if a spec of
 // Specs names no Job or does not parse.
 func New(opts Options) http.Handler {
-	h := &handler{o: opts, co: opts.CrossOrigin, jobs: map[string]*jobInfo{}, paused: map[string]bool{}}
+	h := &handler{o: opts, co: opts.CrossOrigin, jobs: map[string]*jobInfo{}}
 	o := &h.o
 	if o.Location == nil {
 		o.Location = time.Local
@@ -297,13 +293,6 @@ func redirect(w http.ResponseWriter, target string) {
 func (h *handler) job(name string) (*jobInfo, bool) {
 	ji, ok := h.jobs[name]
 	return ji, ok
-}
-
-// jobPaused reports whether this handler paused the Job name.
-func (h *handler) jobPaused(name string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.paused[name]
 }
 
 // sortedJobs returns Options.Jobs sorted by name.

@@ -381,6 +381,18 @@ func TestRunPauseResume(t *testing.T) {
 		assert.True(t, d.Paused)
 		require.Equal(t, 303, f.post("/jobs/resume", form("kind", "job", "name", "report")).status)
 		assert.False(t, f.job.Next().IsZero())
+
+		// A Job paused elsewhere shows as paused, and a resume shows too.
+		f.job.Pause()
+		f.getJSON("/jobs/api/job?name=report", 200, &d)
+		assert.True(t, d.Paused, "paused elsewhere")
+		var l jsonList
+		f.getJSON("/jobs/api/tasks?q=report", 200, &l)
+		require.Len(t, l.Items, 1)
+		assert.True(t, l.Items[0].Paused, "paused elsewhere, in the list")
+		f.job.Resume()
+		f.getJSON("/jobs/api/job?name=report", 200, &d)
+		assert.False(t, d.Paused, "resumed elsewhere")
 	})
 }
 

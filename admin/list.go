@@ -215,7 +215,7 @@ func (h *handler) taskRow(s *cron.TaskState) row {
 // if it has none or it is not known.
 func (h *handler) jobRow(ji *jobInfo, last *schedule.Record) row {
 	name := ji.job.Name()
-	r := row{Kind: kindJob, Name: name, Spec: ji.spec, Next: ji.job.Next(), Paused: h.jobPaused(name), loc: ji.loc}
+	r := row{Kind: kindJob, Name: name, Spec: ji.spec, Next: ji.job.Next(), Paused: ji.job.Paused(), loc: ji.loc}
 	var l schedule.Record
 	if last != nil {
 		l = *last

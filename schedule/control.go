@@ -55,6 +55,14 @@ func (j *Job) Resume() {
 	}
 }
 
+// Paused reports whether the job is paused: Pause was called, and no
+// Resume since.
+func (j *Job) Paused() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.paused()
+}
+
 // SetSchedule makes s the job's schedule: its next slot is the first of s
 // strictly after now, which Next reports once SetSchedule returns. A slot
 // of the old schedule due by now is handled first, as it would have been.

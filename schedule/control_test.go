@@ -320,3 +320,25 @@ func TestDefaultNode(t *testing.T) {
 		assert.Equal(t, host+"-"+strconv.Itoa(os.Getpid()), r[0].Node)
 	})
 }
+
+// Paused reports a Pause until the next Resume: before Start (the job
+// then starts paused), while started, and after Stop.
+func TestPaused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := schedule.NewJob("j", schedule.Every(time.Second), func(context.Context, schedule.Run) error { return nil })
+		assert.False(t, j.Paused())
+		j.Pause()
+		assert.True(t, j.Paused())
+		start(t, j)
+		assert.True(t, j.Paused(), "started paused")
+		assert.True(t, j.Next().IsZero())
+		j.Resume()
+		assert.False(t, j.Paused())
+		assert.False(t, j.Next().IsZero())
+		j.Pause()
+		j.Pause()
+		assert.True(t, j.Paused())
+		stop(t, j)
+		assert.True(t, j.Paused())
+	})
+}
