@@ -119,7 +119,8 @@ type TaskState struct {
 	// to stop (see Table.Apply).
 	Next time.Time
 	// Last is the record with the latest Due in the Table's Store: the
-	// latest slot's outcome, or a run in flight (Running); zero if none.
+	// latest slot's outcome, or a run in flight (Running); zero if none,
+	// which Last.Due.IsZero() tells (the zero Status is Running).
 	Last schedule.Record
 	// Running counts the task's runs in flight: the calls of its Handler
 	// that have not returned.
