@@ -87,6 +87,21 @@ func TestBusyJobLeavesExpiredClaims(t *testing.T) {
 	}
 }
 
+// slowReclaimJob starts the job "j" of node "n", whose runs of 7 s fall
+// due every 10 s (MisfireSkip), on a store that holds the claim of a dead
+// node, expired at 9 s, and answers the first Reclaim that takes it over
+// 4 s late.
+func slowReclaimJob(t *testing.T, l *journal) (*schedule.Job, *leaseStore) {
+	store := newLeaseStore(9 * time.Second)
+	deadClaim(t, store)
+	store.slow = 4 * time.Second
+	j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(7*time.Second),
+		schedule.WithStore(store), schedule.WithNode("n"),
+		schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe))
+	start(t, j)
+	return j, store
+}
+
 // A slot that falls due while a Reclaim is on its way back waits for its
 // answer: the claim taken over runs at once, as the job was free when it
 // asked, and the slot then meets the overlap policy (Skipped). The claim
@@ -95,13 +110,7 @@ func TestBusyJobLeavesExpiredClaims(t *testing.T) {
 func TestReclaimRacingASlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
-		store := newLeaseStore(9 * time.Second)
-		deadClaim(t, store)
-		store.slow = 4 * time.Second
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(7*time.Second),
-			schedule.WithStore(store), schedule.WithNode("n"),
-			schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe))
-		start(t, j)
+		j, store := slowReclaimJob(t, &l)
 		// 17s: the slot 10s's run ends; the job asks for the claim, whose
 		// answer arrives at 21s. The slot 20s waits for it, and is Skipped
 		// then: the Recovered run is in flight.
@@ -174,13 +183,7 @@ func TestHeldSlotPausedOrStopped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var l journal
-				store := newLeaseStore(9 * time.Second)
-				deadClaim(t, store)
-				store.slow = 4 * time.Second
-				j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(7*time.Second),
-					schedule.WithStore(store), schedule.WithNode("n"),
-					schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe))
-				start(t, j)
+				j, store := slowReclaimJob(t, &l)
 				time.Sleep(20500 * time.Millisecond)
 				synctest.Wait()
 				assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s"}, l.summary(), "the slot 20s is held")
