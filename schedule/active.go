@@ -47,7 +47,8 @@ type rare struct {
 	catchUps  []time.Time            // the owed slots being caught up now
 	retries   []*retryWait           // retries waiting for their pause (WithRetry): Pause ends them
 	notes     []Record               // Missed records to write to the store, newest last
-	held      []pending              // runs submitted while a Reclaim was on its way back (claiming)
+	held      [][]pending            // the runs submitted while a Reclaim was on its way back (claiming), as submitted
+	claims    uint64                 // counts the Reclaims asked for: the one whose runs are held, while claiming
 	noter     *circulation.Trigger   // writes notes (writeNotes); Stop flushes it
 }
 

@@ -38,7 +38,7 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		// these runs wait for its answer, so that a claim it took over
 		// finds the job as free as when it asked (takeOver).
 		r := x.rareLocked()
-		r.held = append(r.held, runs...)
+		r.held = append(r.held, slices.Clone(runs)) // runs is the caller's: a RunNow's is on its stack
 		return obs
 	}
 	if c.overlap == OverlapAllow {
@@ -177,15 +177,18 @@ func (j *Job) dropQueueLocked(why error) []Record {
 	}
 	clear(x.queue)
 	x.queue = x.queue[:0]
-	for _, p := range x.takeHeldLocked() {
-		obs = append(obs, j.drop(p, why))
+	for _, runs := range x.takeHeldLocked() {
+		for _, p := range runs {
+			obs = append(obs, j.drop(p, why))
+		}
 	}
 	return obs
 }
 
-// takeHeldLocked returns the runs held while a claim was taken over, and
-// holds none any more. The caller holds the job's lock.
-func (x *active) takeHeldLocked() []pending {
+// takeHeldLocked returns the runs held while a claim was taken over, each
+// call's as it was submitted, and holds none any more. The caller holds
+// the job's lock.
+func (x *active) takeHeldLocked() [][]pending {
 	if x.r == nil || len(x.r.held) == 0 {
 		return nil
 	}

@@ -251,14 +251,15 @@ func (j *Job) takeOverLocked(x *active) {
 //
 // The job stays as free as it was while each Reclaim is on its way back:
 // the runs submitted meanwhile (its slots, RunNow) are held (claiming), and
-// submitted under the overlap policy once the answer is in, after the run
-// of the claim taken over if there is one. So a claim taken over always
-// runs, and is not taken over again for want of a free job, which would
-// spend one of its slot's attempts; and no slot is skipped for a Reclaim
-// that found nothing. A Reclaim is given one lease to answer: a claim that
-// arrives later has expired already. A claim that arrives when the job was
-// paused or stopped meanwhile is left as it is: its new lease expires, and
-// a replica takes it over.
+// submitted once the answer is in, after the run of the claim taken over
+// if there is one, each call's runs in turn, as they would have been. So a
+// claim taken over runs at once, and is not taken over again for want of
+// a free job, which would spend one of its slot's attempts. The held runs
+// wait for the answer at most one lease, which is also the Reclaim's
+// deadline: a claim that arrives later has expired already, and one that
+// arrives when the job is no longer free (after the lease, or once paused
+// or stopped) is left as it is: its new lease expires, and a replica takes
+// it over. A Reclaim that finds nothing costs the held runs its wait.
 func (j *Job) takeOver(x *active) {
 	defer func() {
 		j.mu.Lock()
@@ -280,28 +281,56 @@ func (j *Job) takeOver(x *active) {
 			return
 		}
 		x.claiming = true
+		r := x.rareLocked()
+		r.claims++
+		claim := r.claims
 		j.mu.Unlock()
+		lease := ls.Lease()
+		// The runs held meanwhile wait one lease at most, even for a
+		// Reclaim deaf to its context.
+		unhold := time.AfterFunc(lease, func() {
+			j.mu.Lock()
+			obs := j.unholdLocked(x, claim, nil)
+			j.mu.Unlock()
+			j.observe(obs)
+		})
 		since := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), ls.Lease())
+		ctx, cancel := context.WithTimeout(context.Background(), lease)
 		rec, err := ls.Reclaim(ctx, j.name, node)
 		cancel()
+		unhold.Stop()
 		j.mu.Lock()
-		x.claiming = false
-		held := x.takeHeldLocked()
+		held := x.claiming && x.r.claims == claim // the runs are held still: the job is as free as it was
 		if err == nil && j.state == jobStarted && !j.paused() {
-			rec.Reason = Recovered
-			x.runners++
-			j.spawnLocked(x, pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered},
-				claim: &handover{rec: rec, since: since}}, nil, true)
+			if held || j.freeLocked(x) {
+				rec.Reason = Recovered
+				x.runners++
+				j.spawnLocked(x, pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered},
+					claim: &handover{rec: rec, since: since}}, nil, true)
+			} else {
+				x.look = true
+			}
 		}
-		var obs []Record
-		if len(held) > 0 {
-			obs = j.submitLocked(held, nil)
-		}
+		obs := j.unholdLocked(x, claim, nil)
 		j.mu.Unlock()
 		j.observe(obs)
 		if err != nil {
 			return
 		}
 	}
+}
+
+// unholdLocked ends the holding of runs for the Reclaim claim, if it is
+// still the one they wait for, and submits them under the overlap policy,
+// each call's runs in turn. It returns obs with the records of those that
+// will not run. The caller holds j.mu.
+func (j *Job) unholdLocked(x *active, claim uint64, obs []Record) []Record {
+	if !x.claiming || x.r.claims != claim {
+		return obs
+	}
+	x.claiming = false
+	for _, runs := range x.takeHeldLocked() {
+		obs = j.submitLocked(runs, obs)
+	}
+	return obs
 }

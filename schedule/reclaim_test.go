@@ -141,9 +141,9 @@ func (s *emptyReclaimStore) Reclaim(ctx context.Context, job, node string) (sche
 }
 
 // A slot that waited for a Reclaim that found nothing runs, late by the
-// wait, under every overlap policy: the job was free, and no slot is
+// wait, under every overlap policy: the job was free, and a slot is not
 // skipped for a claim that was not taken over.
-func TestReclaimFindingNothingHoldsNoSlotBack(t *testing.T) {
+func TestReclaimFindingNothingRunsTheHeldSlot(t *testing.T) {
 	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow} {
 		t.Run(o.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -164,6 +164,84 @@ func TestReclaimFindingNothingHoldsNoSlotBack(t *testing.T) {
 				stop(t, j)
 				assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s", "20s Succeeded Scheduled 21s-28s"}, l.summary()[:2])
 				assert.Equal(t, 1, l.maxRun, "runs overlapped")
+			})
+		})
+	}
+}
+
+// hungReclaimStore is a leaseStore whose Reclaim blocks, deaf to its
+// context, until release is closed.
+type hungReclaimStore struct {
+	*leaseStore
+	release chan struct{}
+}
+
+func (s *hungReclaimStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+	<-s.release
+	return schedule.Record{}, schedule.ErrNoRecord
+}
+
+// The runs held for a Reclaim wait one lease at most, even for one deaf to
+// its context that never answers: then they run, and the slots after them
+// run on time.
+func TestHungReclaimHoldsSlotsOneLeaseAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &hungReclaimStore{leaseStore: newLeaseStore(9 * time.Second), release: make(chan struct{})}
+		deadClaim(t, store.leaseStore)
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
+			schedule.WithStore(store), schedule.WithNode("n"),
+			schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe))
+		start(t, j)
+		// 11.25s: a look finds the dead claim expired; the job is free and
+		// asks for it. The Reclaim never answers: the slot 20s waits until
+		// 20.25s, a lease after the ask.
+		time.Sleep(55 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"10s Succeeded Scheduled 10s-11s", "20s Succeeded Scheduled 20.25s-21.25s",
+			"30s Succeeded Scheduled 30s-31s", "40s Succeeded Scheduled 40s-41s", "50s Succeeded Scheduled 50s-51s"}, l.summary())
+		close(store.release)
+		stop(t, j)
+	})
+}
+
+// The runs held for a Reclaim meet the overlap policy as they would have,
+// each call's in turn, once the claim's run has started: under
+// OverlapReplace each held slot replaces the one before it in the queue,
+// and the latest runs after the Recovered run; under OverlapAllow with a
+// limit of 2, the Recovered run and the first held slot take both places,
+// and the others are Skipped.
+func TestHeldRunsMeetThePolicyOneByOne(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []schedule.Option
+		want []string // records, or starts, that must be there at 19.5s
+	}{
+		// 11.25s: the job asks for the claim; the answer comes at 16.25s.
+		// The slots 12s, 14s and 16s are held meanwhile.
+		{"Replace", []schedule.Option{schedule.WithOverlap(schedule.OverlapReplace)},
+			[]string{"12s Skipped Scheduled", "14s Skipped Scheduled", "17.25s start Scheduled due 16s"}},
+		{"Allow/2", []schedule.Option{schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMaxParallel(2)},
+			[]string{"16.25s start Scheduled due 12s", "14s Skipped Scheduled", "16s Skipped Scheduled"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				store := newLeaseStore(9 * time.Second)
+				deadClaim(t, store)
+				store.slow = 5 * time.Second // within a lease
+				opts := append([]schedule.Option{schedule.WithStore(store), schedule.WithNode("n"),
+					schedule.WithMisfire(schedule.MisfireSkip), schedule.WithObserver(l.observe)}, tc.opts...)
+				j := schedule.NewJob("j", schedule.Every(2*time.Second), l.work(time.Second), opts...)
+				start(t, j)
+				time.Sleep(19500 * time.Millisecond)
+				synctest.Wait()
+				got, starts := l.summary(), l.starts()
+				stop(t, j)
+				assert.Contains(t, starts, "16.25s start Recovered due 0s", "the claim is taken over at 16.25s")
+				for _, w := range tc.want {
+					assert.Contains(t, append(got, starts...), w, "records: %v\nstarts: %v", got, starts)
+				}
 			})
 		})
 	}
