@@ -67,8 +67,9 @@ type Options struct {
 	// most, however many people look at it (see DESIGN.md): 1s if zero; a
 	// reading per request if negative. A write through the handler makes
 	// the next page read them again. The rows a page shows are read as it
-	// is served (Table.TasksOf, and the Jobs' last records from Store),
-	// one call of the Store each.
+	// is served (Table.TasksOf, and the Jobs' last records from Store):
+	// one call each of a Store that is a schedule.LastReader, one Last a
+	// row of another.
 	SnapshotAge time.Duration
 }
 

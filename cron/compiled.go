@@ -3,8 +3,10 @@ package cron
 import (
 	"errors"
 	"math"
+	"path"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/circulation-go/circulation/schedule"
@@ -366,21 +368,32 @@ func (t *Table) parse(spec string, loc *time.Location) (schedule.Schedule, error
 
 // zones holds the locations loaded, by name: a zone is loaded once for all
 // the tasks and specs, not once each (time.LoadLocation reads and parses
-// the zone's file each time; BenchmarkZone). Only the names of the tz
-// database load, so it holds a few hundred at most.
-var zones sync.Map
+// the zone's file each time; BenchmarkZone). It keeps the names in clean
+// form only (path.Clean), which only the tz database's few hundred are,
+// and maxZones at most: time.LoadLocation also loads "Europe/./Paris", and
+// specs come from users.
+var (
+	zones  sync.Map
+	nzones atomic.Int64 // zones kept
+)
 
-// loadZone is time.LoadLocation, once per name.
+// maxZones bounds the locations zones keeps.
+const maxZones = 1000
+
+// loadZone is time.LoadLocation, once per name that zones keeps.
 func loadZone(name string) (*time.Location, error) {
 	if l, ok := zones.Load(name); ok {
 		return l.(*time.Location), nil
 	}
 	l, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, err
+	if err != nil || path.Clean(name) != name || nzones.Load() >= maxZones {
+		return l, err
 	}
-	l2, _ := zones.LoadOrStore(name, l)
-	return l2.(*time.Location), nil
+	if l2, loaded := zones.LoadOrStore(name, l); loaded {
+		return l2.(*time.Location), nil
+	}
+	nzones.Add(1)
+	return l, nil
 }
 
 // scheduleOf returns the Schedule of c, a task t compiled; a Once task

@@ -40,8 +40,8 @@ func (t *Table) TasksContext(ctx context.Context) ([]TaskState, error) {
 // TasksOf is TasksContext for the tasks of names only: it returns the
 // state of each of them that t runs, in the order of names, and leaves
 // out those it does not run. With Names, it serves an inventory a page
-// at a time: a page of names costs one read of the Store, whatever the
-// number of tasks.
+// at a time: a page of names costs one call of a Store that is a
+// schedule.LastReader, whatever the number of tasks.
 func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, error) {
 	type item struct {
 		name string

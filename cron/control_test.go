@@ -371,6 +371,30 @@ func TestTableTasksReadsTheStore(t *testing.T) {
 	}
 }
 
+// An Apply of many tasks on a Store that is down, and reads one last
+// record at a time, reads once: the jobs' reads of their last records
+// stop at the first that fails, rather than wait for each to fail.
+func TestTableApplyOnADownStoreReadsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ls := &lastStore{MemoryStore: schedule.NewMemoryStore(10), fail: true}
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 0)}, cron.WithLocation(time.UTC), cron.WithStore(ls))
+		ctx := context.Background()
+		var defs []cron.Task
+		for i := range 100 {
+			defs = append(defs, task(fmt.Sprint("t", i), "h", "@hourly"))
+		}
+		_, err := tab.Apply(ctx, defs)
+		require.NoError(t, err)
+		ls.mu.Lock()
+		n := ls.last
+		ls.fail = false
+		ls.mu.Unlock()
+		require.NoError(t, tab.Stop(ctx))
+		assert.Equal(t, 1, n, "failing Last calls made by one Apply of 100 tasks")
+	})
+}
+
 // Names lists the tasks a Table runs, sorted, as Applies add and remove
 // them; a task whose job an Apply replaces keeps its place. TasksOf
 // reports the tasks of the names it is given that the Table runs, in

@@ -13,15 +13,17 @@ import (
 type LastReader interface {
 	Store
 	// LastOf returns the record with the latest Due of each of jobs that
-	// has one, by job name; a job with none is absent.
+	// has one, by job name; a job with none is absent. It must not
+	// modify jobs, nor keep it.
 	LastOf(ctx context.Context, jobs []string) (map[string]Record, error)
 }
 
 // LastOf returns the record with the latest Due of each of jobs that has
 // one in s, by job name; a job with none is absent. It reads them in one
-// call if s is a LastReader, and with one Last each otherwise. A Last that
-// fails does not stop the others: LastOf then returns the records it read
-// and the errors, joined; it stops early once ctx is done.
+// call if s is a LastReader, and with one Last each otherwise, in order,
+// until one fails: a store that is down costs one call, not one a job.
+// Then, and if ctx is done first, it returns the records it read before,
+// and the error.
 func LastOf(ctx context.Context, s Store, jobs []string) (map[string]Record, error) {
 	if lr, ok := s.(LastReader); ok {
 		m, err := lr.LastOf(ctx, jobs)
@@ -31,20 +33,19 @@ func LastOf(ctx context.Context, s Store, jobs []string) (map[string]Record, err
 		return m, err
 	}
 	m := make(map[string]Record, len(jobs))
-	var errs []error
 	for _, j := range jobs {
 		if err := ctx.Err(); err != nil {
-			return m, errors.Join(append(errs, err)...)
+			return m, err
 		}
 		r, err := s.Last(ctx, j)
 		switch {
 		case err == nil:
 			m[j] = r
 		case !errors.Is(err, ErrNoRecord):
-			errs = append(errs, err)
+			return m, err
 		}
 	}
-	return m, errors.Join(errs...)
+	return m, nil
 }
 
 // A StartError reports a job that StartAll did not start, and why: Start's

@@ -113,9 +113,10 @@ func (s *failLastStore) Last(ctx context.Context, job string) (schedule.Record, 
 }
 
 // LastOf reads the last records in one call of a LastReader, and with one
-// Last a job from another Store, going on past the jobs whose Last fails:
-// it returns the records it read and the errors. A job with no record is
-// absent, not an error. It stops once its context is done.
+// Last a job from another Store, until one fails: it returns the records
+// it read before, and the error, so that a store that is down costs one
+// call. A job with no record is absent, not an error. It stops once its
+// context is done.
 func TestLastOf(t *testing.T) {
 	ctx := context.Background()
 	due := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
@@ -139,13 +140,18 @@ func TestLastOf(t *testing.T) {
 	assert.NotNil(t, m)
 	assert.Empty(t, m)
 
-	plain := &failLastStore{MemoryStore: mem, fail: map[string]bool{"b": true}}
+	plain := &failLastStore{MemoryStore: mem}
+	m, err = schedule.LastOf(ctx, plain, jobs)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c"}, slices.Sorted(maps.Keys(m)), "none is absent")
+	assert.Equal(t, due, m["c"].Due)
+	assert.Equal(t, 4, plain.calls)
+	plain.fail, plain.calls = map[string]bool{"b": true}, 0
 	m, err = schedule.LastOf(ctx, plain, jobs)
 	assert.ErrorIs(t, err, errDown)
 	assert.ErrorContains(t, err, "reading b")
-	assert.Equal(t, []string{"a", "c"}, slices.Sorted(maps.Keys(m)))
-	assert.Equal(t, due, m["c"].Due)
-	assert.Equal(t, 4, plain.calls)
+	assert.Equal(t, []string{"a"}, slices.Sorted(maps.Keys(m)))
+	assert.Equal(t, 2, plain.calls)
 
 	done, cancel := context.WithCancel(ctx)
 	cancel()
