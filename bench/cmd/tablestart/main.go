@@ -30,8 +30,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -43,7 +41,6 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
-	"github.com/circulation-go/circulation/admin"
 	"github.com/circulation-go/circulation/bench/internal/pgserver"
 	"github.com/circulation-go/circulation/cron"
 	"github.com/circulation-go/circulation/schedule"
@@ -99,12 +96,6 @@ type round struct {
 	polled      time.Duration // a change by another Store, until the Table applied it
 	own         time.Duration // a change by the Table's Store
 	pages       [4]page       // the admin page's list read again (names changed, and not), a search, a task's page
-}
-
-// A page is what serving one admin page took, median of 5.
-type page struct {
-	took  time.Duration
-	stmts uint64 // sent by the Store
 }
 
 func run(o options) error {
@@ -438,38 +429,4 @@ func change(ctx context.Context, tb *cron.Table, defs *sqlstore.Definitions, nam
 		}
 	}
 	return 0, fmt.Errorf("the change of %s not applied within a minute", name)
-}
-
-// adminPages serves pages of the admin page of tb, on s, each five times,
-// and returns the median time of each, and the statements s sent for it:
-// a page of the list that reads the names again (SnapshotAge < 0, as the
-// first request after a second does), first on a new handler (as after a
-// task came or went: its list is merged again), then on one that read
-// them before; a search; and a task's page.
-func adminPages(tb *cron.Table, s *sqlstore.Store, names []string) ([4]page, error) {
-	newHandler := func() http.Handler {
-		return admin.New(admin.Options{Table: tb, Store: s, Location: time.UTC, SnapshotAge: -1})
-	}
-	h := newHandler()
-	var ps [4]page
-	for i, target := range []string{"/?page=2", "/?page=2", "/?q=task-99", "/task?name=" + names[len(names)/2]} {
-		var tooks []time.Duration
-		for range 5 {
-			if i == 0 {
-				h = newHandler()
-			}
-			before := s.Stats().Statements
-			began := time.Now()
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest("GET", "http://admin.test"+target, nil))
-			tooks = append(tooks, time.Since(began))
-			if w.Code != 200 {
-				return ps, fmt.Errorf("admin: GET %s: %d", target, w.Code)
-			}
-			ps[i].stmts = s.Stats().Statements - before
-		}
-		slices.Sort(tooks)
-		ps[i].took = tooks[2]
-	}
-	return ps, nil
 }
