@@ -290,7 +290,8 @@ func (j *Job) takeOver(x *active) {
 		// Reclaim deaf to its context.
 		unhold := time.AfterFunc(lease, func() {
 			j.mu.Lock()
-			obs := j.unholdLocked(x, claim, nil)
+			held, _ := x.unholdLocked(claim)
+			obs := j.submitHeldLocked(held)
 			j.mu.Unlock()
 			j.observe(obs)
 		})
@@ -300,9 +301,9 @@ func (j *Job) takeOver(x *active) {
 		cancel()
 		unhold.Stop()
 		j.mu.Lock()
-		held := x.claiming && x.r.claims == claim // the runs are held still: the job is as free as it was
+		held, holding := x.unholdLocked(claim) // holding: the job is as free as when it asked
 		if err == nil && j.state == jobStarted && !j.paused() {
-			if held || j.freeLocked(x) {
+			if holding || j.freeLocked(x) {
 				rec.Reason = Recovered
 				x.runners++
 				j.spawnLocked(x, pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered},
@@ -311,7 +312,7 @@ func (j *Job) takeOver(x *active) {
 				x.look = true
 			}
 		}
-		obs := j.unholdLocked(x, claim, nil)
+		obs := j.submitHeldLocked(held)
 		j.mu.Unlock()
 		j.observe(obs)
 		if err != nil {
@@ -320,16 +321,23 @@ func (j *Job) takeOver(x *active) {
 	}
 }
 
-// unholdLocked ends the holding of runs for the Reclaim claim, if it is
-// still the one they wait for, and submits them under the overlap policy,
-// each call's runs in turn. It returns obs with the records of those that
-// will not run. The caller holds j.mu.
-func (j *Job) unholdLocked(x *active, claim uint64, obs []Record) []Record {
+// unholdLocked ends the holding of runs for the Reclaim claim, if they are
+// still held for it, and returns them, each call's as submitted, and
+// whether they were. The caller holds the job's lock.
+func (x *active) unholdLocked(claim uint64) (held [][]pending, holding bool) {
 	if !x.claiming || x.r.claims != claim {
-		return obs
+		return nil, false
 	}
 	x.claiming = false
-	for _, runs := range x.takeHeldLocked() {
+	return x.takeHeldLocked(), true
+}
+
+// submitHeldLocked submits held runs under the overlap policy, each call's
+// runs in turn, and returns the records of those that will not run. The
+// caller holds j.mu.
+func (j *Job) submitHeldLocked(held [][]pending) []Record {
+	var obs []Record
+	for _, runs := range held {
 		obs = j.submitLocked(runs, obs)
 	}
 	return obs
