@@ -112,7 +112,7 @@ func (h *handler) read(prev *snapshot) *snapshot {
 	if h.o.Table != nil {
 		snap.tasks = h.o.Table.Names()
 	}
-	if prev != nil && prev.warning == "" && slices.Equal(snap.tasks, prev.tasks) {
+	if prev != nil && slices.Equal(snap.tasks, prev.tasks) {
 		snap.tasks, snap.entries = prev.tasks, prev.entries
 		return snap
 	}
