@@ -25,9 +25,10 @@ type active struct {
 
 	floor      time.Time // slots at or before it are never caught up: the job started, resumed or changed schedule then
 	missed     time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
-	look       bool      // LeaseStore: a look for expired claims found the job busy; look again once it is free
-	reclaiming bool      // LeaseStore: takeOver runs
-	claiming   bool      // LeaseStore: takeOver waits for a Reclaim; the runs submitted meanwhile are held
+	look       bool      // SharedStore: a look for claims to take over found the job busy; look again once it is free
+	reclaiming bool      // SharedStore: takeOver runs
+	claiming   bool      // SharedStore: takeOver waits for a Reclaim; the runs submitted meanwhile are held
+	enlisted   bool      // SharedStore without a lease: the job is in its store's reclaimer, from its first claim
 	r          *rare     // made when first needed
 }
 
@@ -67,6 +68,7 @@ type flight struct {
 	due       time.Time // its run's slot; its catch-up runs come first
 	cancel    context.CancelCauseFunc
 	recovered bool // a claim taken over from another node: OverlapReplace does not cancel it
+	waiting   bool // not claimed yet: its job's runs in flight on other nodes are at the limit (OverlapBufferOne, OverlapReplace)
 }
 
 // A pending run is one a runner will start: a slot, or a claim a LeaseStore

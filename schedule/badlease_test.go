@@ -14,7 +14,7 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// noLeaseStore is a LeaseStore whose Lease is zero or negative, and which
+// noLeaseStore is a SharedStore whose Lease is zero or negative, and which
 // counts its Reclaim calls; past 10 of them, Reclaim blocks until release
 // is closed, so that a job that spins stops spinning for the test to see.
 type noLeaseStore struct {
@@ -32,7 +32,7 @@ func (s *noLeaseStore) Renew(context.Context, schedule.Record) error {
 	return nil
 }
 
-func (s *noLeaseStore) Reclaim(context.Context, string, string) (schedule.Record, error) {
+func (s *noLeaseStore) Reclaim(context.Context, string, string, schedule.Concurrency) (schedule.Record, error) {
 	if s.reclaims.Add(1) > 10 {
 		<-s.release
 	}

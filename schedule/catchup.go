@@ -121,7 +121,7 @@ func (j *Job) catchUpRun(ctx context.Context, x *active, p *pending) bool {
 	defer x.caught(j, p.run.Due) // a Func that calls runtime.Goexit leaves no slot marked
 	rctx, rcancel := context.WithCancelCause(ctx)
 	defer rcancel(nil)
-	claimed, ok := j.begin(rctx, x, p, true)
+	claimed, ok := j.begin(rctx, rcancel, x, p, true)
 	if claimed {
 		renew, runErr, err := j.run(rctx, rcancel, x, p, nil)
 		for {

@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// begin claims the slot of p, unless a LeaseStore handed it over claimed,
+// begin claims the slot of p, unless a SharedStore handed it over claimed,
 // and reports whether the caller is to run it (claimed). It reports ok false
 // if the claim failed (not ErrClaimed): the slot is owed, and was
 // reported Skipped unless retry says that it was before, when its claim
-// first failed.
+// first failed. cancel cancels the run's context, ctx.
 //
 // A claim that fails is tried again, after a growing pause, while the slot
 // is worth running (worthRetrying): a store that is slow or busy for a
@@ -18,28 +18,60 @@ import (
 // outage. Each try first catches up what an outage left owed, so that the
 // owed slots still run before this one.
 //
+// On a SharedStore, a claim the store refuses because the job's runs in
+// flight on other nodes are at its limit (ErrBusy) is Skipped under
+// OverlapSkip and OverlapAllow, and waits under OverlapBufferOne and
+// OverlapReplace until the job is free, claiming again after a growing
+// pause, until the claim succeeds, another node claims the slot, or a
+// newer slot supersedes it (the run's context ends).
+//
 // begin returns before the Func runs, so that the Func runs on a stack
 // that holds none of its frames: most Funcs then run without growing
 // their goroutine's first stack.
-func (j *Job) begin(ctx context.Context, x *active, p *pending, retry bool) (claimed, ok bool) {
+func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending, retry bool) (claimed, ok bool) {
 	if h := p.claim; h != nil {
 		p.start = time.Now().Round(0)
 		p.run.Reason, p.run.Attempt = Recovered, h.rec.Attempt
 		return true, true
 	}
-	for pause := time.Duration(0); ; {
+	if j.cfg.lease == nil && j.cfg.shared != nil {
+		j.enlistLate(x)
+	}
+	for pause, wait := time.Duration(0), time.Duration(0); ; {
 		// A job on a Store of its own never owes a slot: its Last never
 		// fails, and its claims fail only under MisfireRunAll's limit.
 		if p.run.Reason == Scheduled && j.cfg.store != nil && !j.catchUp(ctx, x, &p.run) {
 			return false, true
 		}
-		switch err := j.claim(ctx, x, p); {
+		err := j.claim(ctx, cancel, x, p)
+		if wait > 0 && !errors.Is(err, ErrBusy) {
+			j.waiting(x, p, false)
+		}
+		switch {
 		case err == nil:
 			return true, true
 		case errors.Is(err, ErrClaimed) && p.run.Reason != Manual:
 			return false, true // the slot is another replica's, which records it
+		case errors.Is(err, ErrBusy):
+			if p.inline {
+				// A catch-up: the slots owed wait for the next one that
+				// finds the job free.
+				x.owe(j, &p.run)
+				return false, false
+			}
+			if o := j.cfg.overlap; o == OverlapBufferOne || o == OverlapReplace {
+				if wait == 0 {
+					j.waiting(x, p, true)
+				}
+				if wait = j.busyPause(wait); sleep(ctx, wait) && j.live() {
+					continue
+				}
+				j.waiting(x, p, false)
+			}
+			j.busySkipped(ctx, &p.run)
+			return false, true
 		case !errors.Is(err, ErrClaimed) && ctx.Err() == nil:
-			if pause = retryPause(pause); j.worthRetrying(&p.run, pause) && sleep(ctx, pause) {
+			if pause = retryPause(pause); j.worthRetrying(&p.run, pause) && sleep(ctx, pause) && j.live() {
 				continue
 			}
 			// A claim that works again does not end the outage: the
@@ -57,19 +89,63 @@ func (j *Job) begin(ctx context.Context, x *active, p *pending, retry bool) (cla
 	}
 }
 
-// claim claims the slot of p in the job's store, setting p.start, and
-// returns the store's error.
+// busyPause returns the pause after pause before a claim that found the
+// job busy on other nodes is made again: from firstRetry, doubling up to a
+// second, and never more than a quarter of the store's lease.
+func (j *Job) busyPause(pause time.Duration) time.Duration {
+	limit := time.Second
+	if ls := j.cfg.lease; ls != nil {
+		limit = min(limit, max(ls.Lease()/4, firstRetry))
+	}
+	return min(max(2*pause, firstRetry), limit)
+}
+
+// live reports whether the job may start runs: started, not paused.
+func (j *Job) live() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.state == jobStarted && !j.paused()
+}
+
+// waiting marks the flight of p as waiting for the job's runs in flight on
+// other nodes to end, or no longer.
+func (j *Job) waiting(x *active, p *pending, on bool) {
+	j.mu.Lock()
+	for i := range x.runs {
+		if x.runs[i].due.Equal(p.run.Due) {
+			x.runs[i].waiting = on
+		}
+	}
+	j.mu.Unlock()
+}
+
+// busySkipped reports the slot of r Skipped, its claim having found the
+// job's runs in flight at the limit on other nodes, or its wait for them
+// to end ended by ctx (a newer slot superseded it, or the job stopped).
 //
 //go:noinline
-func (j *Job) claim(ctx context.Context, x *active, p *pending) error {
+func (j *Job) busySkipped(ctx context.Context, r *Run) {
+	why := ErrBusy
+	if cause := context.Cause(ctx); cause != nil {
+		why = cause
+	}
+	j.observe([]Record{j.record(*r, Skipped, why)})
+}
+
+// claim claims the slot of p in the job's store, setting p.start, and
+// returns the store's error. cancel cancels the run, should a newer one
+// on another Job sharing a store without a lease replace it.
+//
+//go:noinline
+func (j *Job) claim(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) error {
 	p.start = time.Now().Round(0)
 	var err error
 	if o := x.own; o != nil {
 		err = o.claim(p.run.Due)
 	} else if m, ok := x.store.(*MemoryStore); ok {
-		err = m.claimRun(&p.run, p.start, j.cfg.nodeName())
+		err = m.claimRun(&p.run, p.start, j.cfg.nodeName(), j.cfg.concurrency(), cancel)
 	} else {
-		err = j.claimIn(ctx, x.store, p)
+		err = j.claimIn(ctx, cancel, x.store, p)
 	}
 	if err == nil {
 		p.run.Attempt = 1
@@ -78,22 +154,28 @@ func (j *Job) claim(ctx context.Context, x *active, p *pending) error {
 }
 
 // claimIn claims the slot of p, a claim that started at p.start, in s.
-// On a QueuedStore, p.start becomes the time the claim left the store's
-// queue: its lease began then.
+// On a SharedStore, p.start becomes the time the claim was sent: its lease
+// began then.
 //
 //go:noinline
-func (j *Job) claimIn(ctx context.Context, s Store, p *pending) error {
+func (j *Job) claimIn(ctx context.Context, cancel context.CancelCauseFunc, s Store, p *pending) error {
 	r := &p.run
 	rec := Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
 		Start: p.start, Node: j.cfg.nodeName(), Attempt: 1}
-	if q, ok := s.(QueuedStore); ok {
-		sent, err := q.ClaimQueued(ctx, rec)
-		if err == nil && sent.After(p.start) {
-			p.start = sent.Round(0)
-		}
-		return err
+	ss := j.cfg.shared
+	if ss == nil {
+		return s.Claim(ctx, rec)
 	}
-	return s.Claim(ctx, rec)
+	if j.cfg.lease == nil {
+		// No Renew will tell the run it was replaced: the store calls
+		// cancel instead.
+		ctx = context.WithValue(ctx, stopKey{}, func(err error) { cancel(err) })
+	}
+	sent, err := ss.ClaimRun(ctx, rec, j.cfg.concurrency())
+	if err == nil && sent.After(p.start) {
+		p.start = sent.Round(0)
+	}
+	return err
 }
 
 // Claims that fail are tried again after a pause that starts at

@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/circulation-go/circulation"
@@ -26,6 +27,7 @@ func (j *Job) Pause() {
 		obs = append(obs, j.dropQueueLocked(errPaused)...)
 		if x := j.x; x != nil {
 			x.endRetriesLocked(errPaused)
+			x.stopWaitingLocked(errPaused)
 		}
 	}
 	j.mu.Unlock()
@@ -122,17 +124,26 @@ func (j *Job) RunNow() {
 }
 
 // Stop ends the job: no slot falls due any more, the context of every run
-// in flight is cancelled (their Records are Canceled; a retry waiting for
-// its pause, WithRetry, does not start, and its slot keeps the outcome of
-// its last attempt), and Stop waits until they have returned and nothing
-// of the job's is pending, including a Renew of a LeaseStore that hangs,
-// deaf to its context, after its run gave the lease up. It returns nil
-// then, or ctx.Err() if ctx is done first. Stop on a job that was never
-// started, that was stopped before, or whose schedule has ended, returns
-// nil once nothing of the job's runs. Stop must not be called from the
-// Func or the Observer with a context that outlives them: it would wait
-// for itself. (The Func's own context is cancelled by Stop, so Stop(ctx)
-// with it returns at once.)
+// in flight is cancelled (a retry waiting for its pause, WithRetry, does
+// not start), and Stop waits until they have returned and nothing of the
+// job's is pending, including a Renew that hangs, deaf to its context,
+// after its run gave the lease up. It returns nil then, or ctx.Err() if
+// ctx is done first.
+//
+// A stopping process is a deploy, not a decision about the slots it runs:
+// on a SharedStore with a lease, each run Stop cuts short is Released, and
+// a node that shares the store takes its slot over at once and runs it
+// again (Recovered, Attempt + 1), as after a crash but without the wait
+// for its lease; a run whose Func returns nil once cancelled is taken to
+// have done its work, and is Succeeded. On any other store, and after
+// Cancel, such a run is Canceled, and its slot is not run again.
+// Shutdown lets the runs in flight finish first.
+//
+// Stop on a job that was never started, that was stopped before, or whose
+// schedule has ended, returns nil once nothing of the job's runs. Stop
+// must not be called from the Func or the Observer with a context that
+// outlives them: it would wait for itself. (The Func's own context is
+// cancelled by Stop, so Stop(ctx) with it returns at once.)
 func (j *Job) Stop(ctx context.Context) error {
 	var obs []Record
 	j.mu.Lock()
@@ -177,6 +188,13 @@ func (j *Job) Stop(ctx context.Context) error {
 	if err := j.wait(ctx); err != nil {
 		return err
 	}
+	// A run that claimed as the job stopped may have enlisted it since
+	// (enlistLate).
+	if t := j.delist(); t != nil {
+		if err := t.Stop(ctx); err != nil {
+			return err
+		}
+	}
 	if err := j.flushNotes(ctx); err != nil {
 		return err
 	}
@@ -197,4 +215,138 @@ func (j *Job) Stop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Cancel is Stop, except that the runs it cuts short are Canceled, on
+// every store: their slots are decided, and no node runs them again. It is
+// for a job that ends for good (a task deleted), where Stop is for a
+// process that ends.
+func (j *Job) Cancel(ctx context.Context) error {
+	j.mu.Lock()
+	j.flags |= jobCancel
+	j.mu.Unlock()
+	return j.Stop(ctx)
+}
+
+// Shutdown ends the job gracefully, as a process does on a deploy: no slot
+// falls due any more and the job takes no claim over, at once, and
+// Shutdown waits for the runs in flight to finish, until ctx is done. It
+// then cancels those left, and each is Released as its Func returns, for a
+// node that shares the store to take its slot over at once and run it
+// again (Recovered, Attempt + 1): on any SharedStore, MemoryStore
+// included; on any other store, they are Canceled. Shutdown waits for them
+// to return, and for what Stop waits for, for at most one lease more on a
+// store with a lease: a Func deaf to its context keeps its claim past that,
+// and its slot is taken over once the claim's lease expires.
+//
+// Shutdown returns nil if every run finished before ctx was done, and
+// ctx.Err() otherwise. Like Stop, it must not be called from the Func or
+// the Observer with a context that outlives them. Shutdown is ShutdownAll
+// of the one job.
+func (j *Job) Shutdown(ctx context.Context) error {
+	return ShutdownAll(ctx, j)
+}
+
+// ShutdownAll shuts each of jobs down as Shutdown does, together: none
+// takes a slot or a claim from the moment ShutdownAll is called, the runs
+// in flight of all of them finish until ctx is done, and then those left
+// are cancelled and handed over. It returns nil if every run finished
+// before ctx was done, and ctx.Err() otherwise, joined with the errors of
+// the jobs' Stops after that. Nil jobs are skipped.
+func ShutdownAll(ctx context.Context, jobs ...*Job) error {
+	jobs = slices.DeleteFunc(slices.Clone(jobs), func(j *Job) bool { return j == nil })
+	var reclaimers []*circulation.Trigger
+	for _, j := range jobs {
+		if t := j.quit(); t != nil {
+			reclaimers = append(reclaimers, t)
+		}
+	}
+	// The runs in flight finish until ctx is done.
+	graceful := true
+	for _, j := range jobs {
+		if j.wait(ctx) != nil {
+			graceful = false
+			break
+		}
+	}
+	after := ctx
+	if !graceful {
+		// Cut short: those left are released as they return, for at most
+		// a lease more.
+		var lease time.Duration
+		for _, j := range jobs {
+			j.cancelFlights(errShutdown)
+			if ls := j.cfg.lease; ls != nil {
+				lease = max(lease, ls.Lease())
+			}
+		}
+		after = context.Background()
+		if lease > 0 {
+			var cancel context.CancelFunc
+			after, cancel = context.WithTimeout(after, lease)
+			defer cancel()
+		}
+	}
+	var errs []error
+	if !graceful {
+		errs = append(errs, ctx.Err())
+	}
+	for _, t := range reclaimers {
+		if err := t.Stop(after); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	for _, j := range jobs {
+		if err := j.Stop(after); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// quit is what Shutdown does at once: the job is stopped, so that no slot
+// falls due and no claim is taken over any more, the runs that have not
+// started are dropped, and those waiting for the job's runs on other nodes
+// to end stop waiting; the runs in flight go on. It returns the Trigger of
+// the job's reclaimer, if the job was its last, for Shutdown to wait for.
+func (j *Job) quit() *circulation.Trigger {
+	var obs []Record
+	j.mu.Lock()
+	j.state = jobStopped
+	j.next = time.Time{}
+	j.setTimerLocked(time.Time{})
+	if x := j.x; x != nil {
+		obs = j.dropQueueLocked(errStopped)
+		obs = append(obs, j.dropWaitingLocked(errStopped)...)
+		x.stopWaitingLocked(errStopped)
+	}
+	j.mu.Unlock()
+	j.w.sync(j)
+	j.observe(obs)
+	return j.delist()
+}
+
+// cancelFlights cancels the context of every run in flight with cause.
+func (j *Job) cancelFlights(cause error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if x := j.x; x != nil {
+		for _, f := range x.runs {
+			f.cancel(cause)
+		}
+	}
+}
+
+// stopWaitingLocked cancels, with why, the runs that wait for the job's
+// runs in flight on other nodes to end: they have not claimed their slots,
+// and are dropped as queued runs are. The caller holds the job's lock.
+func (x *active) stopWaitingLocked(why error) {
+	for i := range x.runs {
+		if f := &x.runs[i]; f.waiting {
+			f.waiting = false
+			f.cancel(why)
+		}
+	}
 }

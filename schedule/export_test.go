@@ -17,6 +17,13 @@ var Mutants = map[string]uint8{
 	"a timer whose Stop failed is replaced": mutantArmOverBusy,
 }
 
+// ClusterMutants are the mistakes the tests of jobs across replicas must
+// catch, by name.
+var ClusterMutants = map[string]uint8{
+	"the overlap policy per process":         mutantLocalOverlap,
+	"a stopping job cancels, not hands over": mutantNoRelease,
+}
+
 // SetMutant breaks the clock with mutant m until restore is called.
 func SetMutant(m uint8) (restore func()) {
 	testMutant = m

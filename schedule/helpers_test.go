@@ -152,8 +152,21 @@ func (s *flakyStore) Claim(ctx context.Context, r schedule.Record) error {
 	return s.MemoryStore.Claim(ctx, r)
 }
 
+func (s *flakyStore) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
+	if err := s.fail(); err != nil {
+		return time.Time{}, err
+	}
+	return s.MemoryStore.ClaimRun(ctx, r, c)
+}
+
+// Finish fails while the store is down. Then the claim is no longer a run
+// in flight (as a lease would lapse, the job no longer renewing it), but
+// is not finished either.
 func (s *flakyStore) Finish(ctx context.Context, r schedule.Record) error {
 	if err := s.fail(); err != nil {
+		rel := r
+		rel.Status = schedule.Running
+		_ = s.MemoryStore.Release(ctx, rel)
 		return err
 	}
 	return s.MemoryStore.Finish(ctx, r)

@@ -8,8 +8,9 @@ var (
 	// there.
 	testHookReturned func()
 
-	// testMutant breaks the clock's protocol on purpose, so that its
-	// explorer is seen to fail. It is mutantNone in production.
+	// testMutant breaks the clock's protocol, or a promise across
+	// replicas, on purpose, so that its tests are seen to fail. It is
+	// mutantNone in production.
 	testMutant uint8
 )
 
@@ -17,4 +18,6 @@ const (
 	mutantNone         uint8 = iota
 	mutantNoGeneration       // wake runs whatever arming its callback belongs to
 	mutantArmOverBusy        // a timer whose Stop reports false is replaced, not left to its callback
+	mutantLocalOverlap       // a claim asks nothing of the job's runs on other nodes: the overlap policy per process
+	mutantNoRelease          // Stop and Shutdown record the runs they cut short Canceled, not Released
 )

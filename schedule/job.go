@@ -69,6 +69,7 @@ const (
 	jobBusy         // the callback of the job's timer has started, or will (its Stop reported false)
 	jobDirty        // the job changed while jobBusy: the callback arms the timer again as it ends
 	jobListed       // in w.jobs
+	jobCancel       // ended by Cancel: the runs it cuts short are Canceled, not handed over
 )
 
 // NewJob returns a Job that runs f, as name, at the times of s. It does
@@ -189,7 +190,7 @@ func (j *Job) Next() time.Time {
 
 var (
 	errStopped  = errors.New("schedule: job stopped")
-	errReplaced = errors.New("schedule: run replaced by a newer one (OverlapReplace)")
+	errShutdown = errors.New("schedule: job shut down")
 	errPaused   = errors.New("schedule: job paused")
 	errOverlap  = errors.New("schedule: a run is in flight")
 )

@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -14,8 +15,9 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// leaseStore is a LeaseStore in memory: each running record holds a lease
-// until a time on the clock, which Claim and Renew set to now + lease.
+// leaseStore is a SharedStore in memory with leases: each running record
+// holds a lease until a time on the clock, which ClaimRun and Renew set to
+// now + lease.
 type leaseStore struct {
 	*schedule.MemoryStore
 	lease time.Duration
@@ -28,6 +30,7 @@ type leaseStore struct {
 	slow      time.Duration          // the next Reclaim that takes a claim over returns this much later
 	slowClaim time.Duration          // Claim takes this long before it claims
 	takenFrom map[time.Time][]string // by Due: the node of each lease that expired and was taken over
+	asked     map[time.Time]bool     // by Due: the runs a ClaimRun with Replace asked to end
 }
 
 type lease struct {
@@ -45,17 +48,49 @@ func newLeaseStoreKeep(d time.Duration, keep int) *leaseStore {
 func (s *leaseStore) Lease() time.Duration { return s.lease }
 
 func (s *leaseStore) Claim(ctx context.Context, r schedule.Record) error {
+	_, err := s.ClaimRun(ctx, r, schedule.Concurrency{})
+	return err
+}
+
+func (s *leaseStore) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
+	sent := time.Now()
 	s.mu.Lock()
 	slow := s.slowClaim
 	s.mu.Unlock()
-	time.Sleep(slow)
+	time.Sleep(slow) // the statement was sent, and waits
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.MemoryStore.Claim(ctx, r); err != nil {
-		return err
+	if _, err := s.MemoryStore.Last(ctx, r.Job); err == nil {
+		if h, _ := s.MemoryStore.History(ctx, r.Job, 1000); slices.ContainsFunc(h, func(x schedule.Record) bool { return x.Due.Equal(r.Due) }) {
+			return time.Time{}, schedule.ErrClaimed
+		}
 	}
-	s.leases[r.Due] = lease{r.Node, time.Now().Add(s.lease), r}
-	return nil
+	if c.Max > 0 && r.Status == schedule.Running {
+		var live []time.Time
+		for due, l := range s.leases {
+			if l.rec.Job == r.Job && !time.Now().After(l.until) {
+				live = append(live, due)
+			}
+		}
+		if len(live) >= c.Max {
+			for _, due := range live {
+				if c.Replace && s.leases[due].rec.Reason != schedule.Recovered {
+					if s.asked == nil {
+						s.asked = map[time.Time]bool{}
+					}
+					s.asked[due] = true
+				}
+			}
+			return time.Time{}, schedule.ErrBusy
+		}
+	}
+	if err := s.MemoryStore.Claim(ctx, r); err != nil {
+		return time.Time{}, err
+	}
+	if r.Status == schedule.Running {
+		s.leases[r.Due] = lease{r.Node, time.Now().Add(s.lease), r}
+	}
+	return sent, nil
 }
 
 func (s *leaseStore) Renew(ctx context.Context, r schedule.Record) error {
@@ -71,22 +106,39 @@ func (s *leaseStore) Renew(ctx context.Context, r schedule.Record) error {
 	if s.renewDown {
 		return errDown
 	}
-	l := s.leases[r.Due]
-	if l.node != r.Node || time.Now().After(l.until) {
+	l, ok := s.leases[r.Due]
+	if !ok || l.node != r.Node || time.Now().After(l.until) {
 		return schedule.ErrLeaseLost
 	}
 	l.until = time.Now().Add(s.lease)
 	s.leases[r.Due] = l
+	if s.asked[r.Due] {
+		return schedule.ErrReplaced
+	}
 	return nil
 }
 
 func (s *leaseStore) Finish(ctx context.Context, r schedule.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.leases[r.Due]; l.node != r.Node {
+	if l, ok := s.leases[r.Due]; ok && l.node != r.Node {
 		return schedule.ErrLeaseLost
 	}
 	delete(s.leases, r.Due)
+	delete(s.asked, r.Due)
+	return s.MemoryStore.Finish(ctx, r)
+}
+
+// Release ends the lease of r at once, for Reclaim to take it over.
+func (s *leaseStore) Release(ctx context.Context, r schedule.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[r.Due]
+	if !ok || l.node != r.Node {
+		return schedule.ErrLeaseLost
+	}
+	l.until = time.Time{}
+	s.leases[r.Due] = l
 	return s.MemoryStore.Finish(ctx, r)
 }
 
@@ -106,8 +158,8 @@ func (s *leaseStore) Expired(ctx context.Context, limit int) ([]string, error) {
 	return names, nil
 }
 
-func (s *leaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
-	r, err := s.reclaim(ctx, job, node)
+func (s *leaseStore) Reclaim(ctx context.Context, job, node string, c schedule.Concurrency) (schedule.Record, error) {
+	r, err := s.reclaim(ctx, job, node, c)
 	s.mu.Lock()
 	slow := s.slow
 	if err == nil {
@@ -120,24 +172,33 @@ func (s *leaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Re
 	return r, err
 }
 
-func (s *leaseStore) reclaim(ctx context.Context, _, node string) (schedule.Record, error) {
+func (s *leaseStore) reclaim(ctx context.Context, job, node string, c schedule.Concurrency) (schedule.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var oldest *lease
+	live := 0
 	for _, l := range s.leases {
-		if time.Now().After(l.until) && (oldest == nil || l.rec.Due.Before(oldest.rec.Due)) {
+		if l.rec.Job != job {
+			continue
+		}
+		if !time.Now().After(l.until) {
+			live++
+		} else if oldest == nil || l.rec.Due.Before(oldest.rec.Due) {
 			oldest = &l
 		}
 	}
 	if oldest == nil {
 		return schedule.Record{}, schedule.ErrNoRecord
 	}
+	if c.Max > 0 && live >= c.Max {
+		return schedule.Record{}, schedule.ErrBusy
+	}
 	r := oldest.rec
 	if s.takenFrom == nil {
 		s.takenFrom = map[time.Time][]string{}
 	}
 	s.takenFrom[r.Due] = append(s.takenFrom[r.Due], oldest.node)
-	r.Node, r.Attempt = node, r.Attempt+1
+	r.Node, r.Attempt, r.Status, r.Reason = node, r.Attempt+1, schedule.Running, schedule.Recovered
 	s.leases[r.Due] = lease{node, time.Now().Add(s.lease), r}
 	if err := s.MemoryStore.Finish(ctx, r); err != nil {
 		return schedule.Record{}, err

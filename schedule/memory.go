@@ -7,11 +7,14 @@ import (
 	"time"
 )
 
-// A MemoryStore is a RetryStore that keeps records in memory: the default
-// store of a Job, and a store that several Jobs of one process may share
-// to run each slot once between them. It keeps the newest records of each job, by
-// Due; a Claim for a slot older than all of them, once it keeps as many as
-// it may, fails with ErrClaimed, since its record may have been dropped.
+// A MemoryStore is a SharedStore that keeps records in memory, for the
+// Jobs of one process that share it: they run each slot once between them,
+// their overlap policy holds for all of them together, and a Job that
+// stops hands its runs over to the others. Its claims have no lease (Lease
+// is 0): they live and die with the process. It keeps the newest records
+// of each job, by Due; a Claim for a slot older than all of them, once it
+// keeps as many as it may, fails with ErrClaimed, since its record may
+// have been dropped.
 //
 // A MemoryStore is safe for concurrent use. Its zero value is not usable:
 // make one with NewMemoryStore.
@@ -19,9 +22,12 @@ type MemoryStore struct {
 	keep int
 	mu   sync.Mutex
 	jobs map[string][]Record // oldest Due first; the newest keep are kept, up to 2·keep held
-	// since holds when each job has been scheduled since (SinceStore),
-	// made at the first call.
+	// since holds when each job has been scheduled since (Since), made at
+	// the first call.
 	since map[string]time.Time
+	// open holds the claims of each job that are Running or Released: the
+	// runs in flight, and those to take over. Made at the first claim.
+	open map[string][]*openClaim
 }
 
 // NewMemoryStore returns a MemoryStore that keeps the newest keep records
@@ -46,9 +52,17 @@ func find(rs []Record, due time.Time) (int, bool) {
 
 // Claim records r, unless (r.Job, r.Due) has a record already or r.Due is
 // older than every record held of a full job: then it returns ErrClaimed.
+// A record that Claim makes is not a run in flight, whatever its Status:
+// those are made by ClaimRun, for the Jobs sharing m.
 func (m *MemoryStore) Claim(_ context.Context, r Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.insertLocked(r)
+}
+
+// insertLocked inserts r, unless its slot has a record or is older than
+// every record held of a full job. The caller holds m.mu.
+func (m *MemoryStore) insertLocked(r Record) error {
 	rs := m.jobs[r.Job]
 	i, found := find(rs, r.Due)
 	if found || (i == 0 && len(rs) >= m.keep) {
@@ -73,15 +87,20 @@ func (m *MemoryStore) Claim(_ context.Context, r Record) error {
 	return nil
 }
 
-// claimRun is Claim for the Running record of r, a claim that started at
-// start on node, made without a Record on the caller's stack: a job's
-// runner claims on the stack its Func then runs on (see Job.execute). A
-// slot after every record held, the usual claim, is recorded here;
-// others go through Claim.
-func (m *MemoryStore) claimRun(r *Run, start time.Time, node string) error {
+// claimRun is ClaimRun for the Running record of r, a claim that started
+// at start on node, made without a Record on the caller's stack: a job's
+// runner claims on the stack its Func then runs on (see Job.run). stop
+// cancels the run, should a newer one replace it. A slot after every
+// record held, the usual claim, is recorded here; others go through
+// claimSlow.
+func (m *MemoryStore) claimRun(r *Run, start time.Time, node string, c Concurrency, stop func(error)) error {
 	m.mu.Lock()
 	if rs := m.jobs[r.Job]; len(rs) > 0 && rs[len(rs)-1].Due.Before(r.Due) {
-		if len(rs) == 2*m.keep { // as Claim does
+		if err := m.admitLocked(r.Job, c); err != nil {
+			m.mu.Unlock()
+			return err
+		}
+		if len(rs) == 2*m.keep { // as insertLocked does
 			n := copy(rs, rs[m.keep:])
 			clear(rs[n:])
 			rs = rs[:n]
@@ -91,27 +110,47 @@ func (m *MemoryStore) claimRun(r *Run, start time.Time, node string) error {
 		rec.Job, rec.Due, rec.Reason, rec.Status = r.Job, r.Due, r.Reason, Running
 		rec.Start, rec.Node, rec.Attempt = start, node, 1
 		m.jobs[r.Job] = rs
+		m.openLocked(r.Job, &openClaim{due: r.Due, node: node, attempt: 1, reason: r.Reason, stop: stop})
 		m.mu.Unlock()
 		return nil
 	}
 	m.mu.Unlock()
-	return m.claimSlow(r, start, node)
+	return m.claimSlow(r, start, node, c, stop)
 }
 
 //go:noinline
-func (m *MemoryStore) claimSlow(r *Run, start time.Time, node string) error {
-	return m.Claim(context.Background(), Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
-		Start: start, Node: node, Attempt: 1})
+func (m *MemoryStore) claimSlow(r *Run, start time.Time, node string, c Concurrency, stop func(error)) error {
+	rec := Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running, Start: start, Node: node, Attempt: 1}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.claimRunLocked(rec, c, stop)
 }
 
-// finishRun is Finish for the outcome of r, claimed with claimRun, made
-// without a Record on the caller's stack.
-func (m *MemoryStore) finishRun(r *Run, end time.Time, status Status, msg string) error {
+// claimRunLocked is ClaimRun. The caller holds m.mu.
+func (m *MemoryStore) claimRunLocked(r Record, c Concurrency, stop func(error)) error {
+	rs := m.jobs[r.Job]
+	if i, found := find(rs, r.Due); found || (i == 0 && len(rs) >= m.keep) {
+		return ErrClaimed
+	}
+	if err := m.admitLocked(r.Job, c); err != nil {
+		return err
+	}
+	if err := m.insertLocked(r); err != nil {
+		return err
+	}
+	m.openLocked(r.Job, &openClaim{due: r.Due, node: r.Node, attempt: r.Attempt, reason: r.Reason, stop: stop})
+	return nil
+}
+
+// finishRun is Finish for the outcome of r, claimed with claimRun on
+// node, made without a Record on the caller's stack.
+func (m *MemoryStore) finishRun(r *Run, node string, end time.Time, status Status, msg string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rs := m.jobs[r.Job]
 	i, found := find(rs, r.Due)
 	if !found {
+		m.closeLocked(r.Job, r.Due, node, r.Attempt)
 		return ErrNoRecord
 	}
 	rec := &rs[i]
@@ -119,25 +158,30 @@ func (m *MemoryStore) finishRun(r *Run, end time.Time, status Status, msg string
 		return ErrLeaseLost
 	}
 	rec.End, rec.Status, rec.Err = end, status, msg
+	m.closeLocked(r.Job, r.Due, node, r.Attempt)
 	return nil
 }
 
 // Finish replaces the record of (r.Job, r.Due) with r. It returns
 // ErrNoRecord if there is no such record (it may have been dropped), and
 // ErrLeaseLost if the record is of a later attempt than r's (a Retry
-// claimed it).
+// claimed it, or another Job took it over).
 func (m *MemoryStore) Finish(_ context.Context, r Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rs := m.jobs[r.Job]
 	i, found := find(rs, r.Due)
 	if !found {
+		m.closeLocked(r.Job, r.Due, r.Node, r.Attempt)
 		return ErrNoRecord
 	}
 	if rs[i].Attempt > r.Attempt {
 		return ErrLeaseLost
 	}
 	rs[i] = r
+	if r.Status != Running {
+		m.closeLocked(r.Job, r.Due, r.Node, r.Attempt)
+	}
 	return nil
 }
 
@@ -170,6 +214,9 @@ func (m *MemoryStore) retry(job string, due time.Time, node string, attempt int,
 		return ErrLeaseLost
 	}
 	rec.Status, rec.Start, rec.End, rec.Err, rec.Attempt = Running, start, time.Time{}, "", attempt+1
+	if o := m.findOpenLocked(job, due); o != nil {
+		o.attempt = attempt + 1
+	}
 	return nil
 }
 
@@ -197,4 +244,4 @@ func (m *MemoryStore) History(_ context.Context, job string, limit int) ([]Recor
 	return h, nil
 }
 
-var _ RetryStore = (*MemoryStore)(nil)
+var _ SharedStore = (*MemoryStore)(nil)

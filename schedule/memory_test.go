@@ -20,11 +20,11 @@ import (
 // gets, are the same whether the job finds it behind the Store interface
 // only (wrapped) or not. The runs succeed, fail, time out and panic, and
 // the store drops old records as it goes; the last is stopped. With
-// WithRetry, the same holds behind the RetryStore interface, and so do the
+// WithRetry, the same holds behind the SharedStore interface, and so do the
 // records the Func finds in the store as each attempt starts.
 func TestMemoryStoreRecordsAsAnyStore(t *testing.T) {
 	type wrapped struct{ schedule.Store }
-	type wrappedRetry struct{ schedule.RetryStore }
+	type wrappedRetry struct{ schedule.SharedStore }
 	history := func(wrap, retry bool) (h, seen, running []schedule.Record) {
 		var old error
 		var mu sync.Mutex // a Skipped record may come at the same time as a run's
@@ -101,7 +101,7 @@ func TestMemoryStoreRecordsAsAnyStore(t *testing.T) {
 			"schedule: panic: boom", ""}, errs)
 		assert.Equal(t, seenDirect[len(seenDirect)-1], direct[0])
 	})
-	t.Run("RetryStore", func(t *testing.T) {
+	t.Run("SharedStore", func(t *testing.T) {
 		direct, seenDirect, runningDirect := history(false, true)
 		viaStore, seenViaStore, runningViaStore := history(true, true)
 		require.Len(t, direct, 3)
@@ -117,8 +117,12 @@ func TestMemoryStoreRecordsAsAnyStore(t *testing.T) {
 		assert.Equal(t, []string{"10s 1 10s Failed", "10s 2 11s Failed", "20s 1 20s Failed", "20s 2 21s Succeeded"}, got)
 		assert.Equal(t, schedule.Record{Job: "j", Due: at(20 * time.Second), Reason: schedule.Scheduled, Status: schedule.Running,
 			Start: at(21 * time.Second), Node: "n", Attempt: 2}, runningDirect[3], "the second attempt in progress")
+		// The RunNow at 95s found the slot 90s in flight: its Skipped is
+		// in the store too.
+		assert.Equal(t, schedule.Record{Job: "j", Due: at(95 * time.Second), Reason: schedule.Manual, Status: schedule.Skipped,
+			Node: "n", Err: "schedule: a run is in flight"}, direct[0])
 		assert.Equal(t, schedule.Record{Job: "j", Due: at(80 * time.Second), Reason: schedule.Scheduled, Status: schedule.Succeeded,
-			Start: at(81 * time.Second), End: at(82 * time.Second), Node: "n", Attempt: 2}, direct[1])
+			Start: at(81 * time.Second), End: at(82 * time.Second), Node: "n", Attempt: 2}, direct[2])
 	})
 }
 

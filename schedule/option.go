@@ -11,28 +11,38 @@ import (
 )
 
 // Overlap says what happens when a slot falls due, or RunNow is called,
-// while a run of the job is in flight.
+// while a run of the job is in flight. On a SharedStore the job is every
+// Job of its name sharing the store, on any node: a run in flight on one of
+// them counts for all (a run taken over from a dead node, until its lease
+// expires), and the claim that checks it is atomic with the count, so that
+// the policy holds as in one process. On any other Store, it holds for each
+// Job alone.
 type Overlap uint8
 
 const (
-	// OverlapSkip (the default): the slot does not run; its Record, Skipped,
-	// reaches the Observer. k8s CronJob concurrencyPolicy Forbid; Temporal
-	// SCHEDULE_OVERLAP_POLICY_SKIP.
+	// OverlapSkip (the default): the slot does not run; its Record,
+	// Skipped, reaches the Observer and the store (once, whatever the
+	// number of Jobs that skipped it). k8s CronJob concurrencyPolicy
+	// Forbid; Temporal SCHEDULE_OVERLAP_POLICY_SKIP.
 	OverlapSkip Overlap = iota
 	// OverlapBufferOne: one run follows right after the run in flight, for
-	// the latest slot that fell due meanwhile; earlier ones are Skipped.
-	// Temporal SCHEDULE_OVERLAP_POLICY_BUFFER_ONE.
+	// the latest slot that fell due meanwhile, on whichever Job is free
+	// first; earlier ones are Skipped. Temporal
+	// SCHEDULE_OVERLAP_POLICY_BUFFER_ONE.
 	OverlapBufferOne
-	// OverlapReplace: the context of the run in flight is cancelled (its
-	// Record is Canceled), and the new run starts as soon as it returns;
-	// two runs never overlap. A Recovered run is not cancelled: its slot
-	// was another node's, whose run may have been cut short, and would be
-	// lost; the new run waits for it to end. k8s CronJob concurrencyPolicy
-	// Replace; Temporal SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER.
+	// OverlapReplace: the context of the run in flight is cancelled
+	// (ErrReplaced; its Record is Canceled), and the new run starts as
+	// soon as it returns; two runs never overlap. A run in flight on
+	// another node learns it at its next Renew, within a third of a lease,
+	// and the new run starts once that run has returned or its lease has
+	// expired. A Recovered run is not cancelled: its slot was another
+	// node's, whose run may have been cut short, and would be lost; the new
+	// run waits for it to end. k8s CronJob concurrencyPolicy Replace;
+	// Temporal SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER.
 	OverlapReplace
 	// OverlapAllow: the new run starts at once, in parallel, up to
-	// WithMaxParallel runs (no limit by default); a slot beyond the limit
-	// is Skipped. k8s CronJob concurrencyPolicy Allow; Temporal
+	// WithMaxParallel runs in flight (no limit by default); a slot beyond
+	// the limit is Skipped. k8s CronJob concurrencyPolicy Allow; Temporal
 	// SCHEDULE_OVERLAP_POLICY_ALLOW_ALL.
 	OverlapAllow
 )
@@ -106,7 +116,8 @@ type config struct {
 	limit       *RunLimit
 	limitSet    bool // WithRunLimit was given
 	store       Store
-	lease       LeaseStore // store, if it is a LeaseStore
+	shared      SharedStore // store, if it is a SharedStore
+	lease       SharedStore // shared, if its Lease is positive: its runs' leases are renewed
 	node        string
 	observer    func(Record)
 	sched       circulation.Scheduler // taken out by NewJob: the job's watch holds it
@@ -189,7 +200,8 @@ func WithOverlap(o Overlap) Option {
 }
 
 // WithMaxParallel limits the runs in flight under OverlapAllow to n (no
-// limit by default, or if n <= 0). The other policies run one at a time.
+// limit by default, or if n <= 0), on every node sharing a SharedStore. The
+// other policies run one at a time.
 func WithMaxParallel(n int) Option {
 	return optionFunc(func(c *config) { c.maxParallel = max(n, 0) })
 }
@@ -221,20 +233,40 @@ func WithCatchUpLimit(n int) Option {
 }
 
 // WithStore sets the Store where the job claims its slots and records its
-// runs (default: a MemoryStore of the job's own, keeping 16 records, made
-// at its first run). Jobs with the same name sharing a Store run each slot
-// once between them. If s is a LeaseStore, the job also renews the lease of
-// each run in flight and takes over the expired claims of its name; a
-// LeaseStore whose Lease is zero or negative has no lease to renew, and is
-// used as a plain Store.
+// runs (default: the job's own memory of its latest 16 slots). Jobs with
+// the same name sharing a Store run each slot once between them. If s is a
+// SharedStore, they are one job: the overlap policy holds across all of
+// them (see Overlap), a Job that stops hands its runs over to the others,
+// and the job renews the lease of each run in flight and takes over the
+// claims of its name that a node left (see SharedStore). On a Store that
+// is not a SharedStore, the overlap policy holds for each Job alone.
 func WithStore(s Store) Option {
 	return optionFunc(func(c *config) {
 		c.store = s
-		c.lease = nil
-		if ls, ok := s.(LeaseStore); ok && ls.Lease() > 0 {
-			c.lease = ls
+		c.shared, c.lease = nil, nil
+		if ss, ok := s.(SharedStore); ok {
+			c.shared = ss
+			if ss.Lease() > 0 {
+				c.lease = ss
+			}
 		}
 	})
+}
+
+// concurrency returns what a claim of the job asks of its runs in flight
+// on a SharedStore: one at a time under every policy but OverlapAllow,
+// whose WithMaxParallel bounds them; OverlapReplace asks them to end.
+func (c *config) concurrency() Concurrency {
+	if testMutant == mutantLocalOverlap {
+		return Concurrency{}
+	}
+	switch c.overlap {
+	case OverlapAllow:
+		return Concurrency{Max: c.maxParallel}
+	case OverlapReplace:
+		return Concurrency{Max: 1, Replace: true}
+	}
+	return Concurrency{Max: 1}
 }
 
 // WithScheduler sets the Scheduler of the job's timers (default

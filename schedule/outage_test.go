@@ -62,6 +62,16 @@ func (s *scriptedStore) Claim(ctx context.Context, r schedule.Record) error {
 	return s.MemoryStore.Claim(ctx, r)
 }
 
+func (s *scriptedStore) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
+	s.mu.Lock()
+	down := s.claimsDown
+	s.mu.Unlock()
+	if down {
+		return time.Time{}, errDown
+	}
+	return s.MemoryStore.ClaimRun(ctx, r, c)
+}
+
 func (s *scriptedStore) Last(ctx context.Context, job string) (schedule.Record, error) {
 	s.mu.Lock()
 	down, slow := s.lastDown, s.slowLast

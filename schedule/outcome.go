@@ -49,6 +49,15 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	}
 	end := time.Now().Round(0)
 	status, msg := outcome(cause, runErr, j.cfg.timeout, err)
+	if status == Canceled && j.handsOver(cause) {
+		// Cut short by a stopping node: the slot is handed over, unless
+		// the Func says, returning nil, that it did its work.
+		if err != nil {
+			status = Released
+		} else {
+			status, msg = Succeeded, ""
+		}
+	}
 	// A run that gave up its lease leaves the claim to expire, so that the
 	// slot is taken over and run again; any other outcome is recorded,
 	// while the lease is still renewed: a Renew that hangs does not make
@@ -63,14 +72,21 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 			return renew, true
 		}
 		report = false // the Observer has this attempt's outcome
+		if ctx.Err() != nil && j.handsOver(context.Cause(ctx)) {
+			// Stopped during the retry's pause: the slot, with attempts
+			// left, is handed over.
+			status = Released
+		}
 	}
 	if write {
 		var ferr error
 		switch m, ok := x.store.(*MemoryStore); {
 		case x.own != nil:
 			// A job without a Store keeps no outcome: its Observer has it.
+		case status == Released:
+			ferr = j.release(p, end, msg)
 		case ok && p.claim == nil:
-			ferr = m.finishRun(&p.run, end, status, msg)
+			ferr = m.finishRun(&p.run, j.cfg.nodeName(), end, status, msg)
 		default:
 			ferr = j.finishIn(x.store, p, end, status, msg)
 		}
@@ -101,6 +117,45 @@ func (j *Job) finishIn(s Store, p *pending, end time.Time, status Status, msg st
 	// no values for Finish to keep.
 	return s.Finish(context.Background(), rec)
 }
+
+// handsOver reports whether a run whose context ended with cause is
+// handed over rather than Canceled: cut short by Shutdown, on a
+// SharedStore, or by Stop, on a SharedStore with a lease.
+func (j *Job) handsOver(cause error) bool {
+	switch {
+	case testMutant == mutantNoRelease:
+		return false
+	case errors.Is(cause, errShutdown):
+		return j.cfg.shared != nil
+	case errors.Is(cause, errStopped):
+		j.mu.Lock()
+		cancel := j.flags&jobCancel != 0
+		j.mu.Unlock()
+		return j.cfg.lease != nil && !cancel
+	}
+	return false
+}
+
+// release records the run of p, cut short at end, Released in the job's
+// SharedStore, for a node to take its slot over, and has the jobs of this
+// process on that store look for it at once. A store that fails leaves the
+// claim Running: it is taken over once its lease expires.
+//
+//go:noinline
+func (j *Job) release(p *pending, end time.Time, msg string) error {
+	rec := j.claimed(p)
+	rec.End, rec.Status, rec.Err = end, Released, msg
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	err := j.cfg.shared.Release(ctx, rec)
+	if err == nil {
+		kick(j.cfg.shared)
+	}
+	return err
+}
+
+// releaseTimeout bounds a Release.
+const releaseTimeout = 10 * time.Second
 
 // report passes the Record of the run of p, which ended at end, to the
 // Observer f.

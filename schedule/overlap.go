@@ -75,6 +75,9 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		}
 		p := runs[len(runs)-1]
 		p.buffered = true
+		// A run that waits for the job's runs on other nodes to end holds
+		// the slot buffered before: the newer one takes its place.
+		x.stopWaitingLocked(errOverlap)
 		if n := len(x.queue); n > 0 && x.queue[n-1].buffered {
 			obs = append(obs, j.drop(x.queue[n-1], errOverlap))
 			x.queue[n-1] = p
@@ -84,10 +87,10 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 	case OverlapReplace:
 		for _, f := range x.runs {
 			if !f.recovered { // a Recovered run is not replaced: the new runs wait for it
-				f.cancel(errReplaced)
+				f.cancel(ErrReplaced)
 			}
 		}
-		obs = append(obs, j.dropQueueLocked(errReplaced)...)
+		obs = append(obs, j.dropQueueLocked(ErrReplaced)...)
 		x.queue = append(x.queue, runs...)
 	}
 	return obs

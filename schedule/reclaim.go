@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -10,30 +9,19 @@ import (
 	"github.com/circulation-go/circulation"
 )
 
-// An ExpiredLister is a LeaseStore that lists, in one call, the jobs that
-// have expired claims. The jobs of a process on a LeaseStore share one
-// look for expired claims: on an ExpiredLister it costs one call every
-// quarter of a lease, whatever the number of jobs, where a LeaseStore
-// without it is asked for the expired claims of each job every lease.
-type ExpiredLister interface {
-	LeaseStore
-	// Expired returns the names of up to limit jobs that have a running
-	// claim whose lease has expired, in no particular order.
-	Expired(ctx context.Context, limit int) ([]string, error)
-}
-
-// expiredLimit bounds the names an ExpiredLister returns at each look.
+// expiredLimit bounds the names Expired returns at each look.
 const expiredLimit = 1000
 
-// A reclaimer looks for the expired claims of the jobs of one LeaseStore
-// in this process, and offers each name it finds to a job of that name,
-// which takes the claims over if it is free (Job.offer). It looks when its
-// first job starts, soon after another does, and then every Lease() (every
-// Lease()/4 on an ExpiredLister) while it has jobs: one Trigger per Store,
-// on the runtime's timers, not a timer per job.
+// A reclaimer looks for the claims to take over of the jobs of one
+// SharedStore in this process, and offers each name the store lists to a
+// job of that name, which takes the claims over if it is free
+// (Job.offer). It looks when its first job starts, soon after another
+// does, every Lease()/4 while it has jobs, and at once when a job of the
+// process releases a claim: one Trigger per store, on the runtime's
+// timers, not a timer per job. A store without a lease (MemoryStore) is
+// looked at only at starts and releases: its claims never expire.
 type reclaimer struct {
-	ls    LeaseStore
-	list  ExpiredLister // ls, if it lists the jobs with expired claims
+	ls    SharedStore
 	every time.Duration
 	t     *circulation.Trigger
 
@@ -41,7 +29,7 @@ type reclaimer struct {
 	jobs map[string][]*Job // the started jobs on ls, by name
 }
 
-// reclaimers holds the reclaimer of each LeaseStore that has jobs started.
+// reclaimers holds the reclaimer of each SharedStore that has jobs started.
 var reclaimers struct {
 	mu sync.Mutex
 	m  map[any]*reclaimer
@@ -54,9 +42,9 @@ type unwrapped interface {
 }
 
 // inner returns the store ls wraps, if any, or ls: the jobs on wrappers of
-// one store share one look for expired claims, on the inner store if it
-// is a LeaseStore.
-func inner(ls LeaseStore) LeaseStore {
+// one store share one look for claims to take over, on the inner store if
+// it is a SharedStore.
+func inner(ls SharedStore) SharedStore {
 	var s Store = ls
 	for {
 		u, ok := s.(unwrapped)
@@ -65,7 +53,7 @@ func inner(ls LeaseStore) LeaseStore {
 		}
 		s = u.Unwrap()
 	}
-	if l, ok := s.(LeaseStore); ok && l.Lease() > 0 {
+	if l, ok := s.(SharedStore); ok {
 		return l
 	}
 	return ls
@@ -73,7 +61,7 @@ func inner(ls LeaseStore) LeaseStore {
 
 // storeKey returns the key of the reclaimer of ls, its inner store. A
 // store that cannot be a map key gets none: its job looks for itself.
-func storeKey(ls LeaseStore) (any, bool) {
+func storeKey(ls SharedStore) (any, bool) {
 	s := inner(ls)
 	if !isKey(s) {
 		return nil, false
@@ -81,13 +69,13 @@ func storeKey(ls LeaseStore) (any, bool) {
 	return s, true
 }
 
-// enlist adds j, a started job on a LeaseStore, to the reclaimer of its
+// enlist adds j, a started job on a SharedStore, to the reclaimer of its
 // store, making it if need be, and has it look for expired claims soon. A
 // job whose store cannot be a map key has a reclaimer of its own, which it
 // keeps in its active state; the others find theirs in reclaimers, so that
 // an idle job holds nothing for it.
 func (j *Job) enlist() {
-	ls := j.cfg.lease
+	ls := j.cfg.shared
 	key, shared := storeKey(ls)
 	reclaimers.mu.Lock()
 	var r *reclaimer
@@ -120,11 +108,26 @@ func (j *Job) enlist() {
 	}
 }
 
+// enlistLate enlists j, a job on a SharedStore without a lease, at its
+// first claim: such a store's claims never expire, and only a Job of the
+// process that released one hands it over, so a job that never claimed
+// needs no place in the reclaimer (a Table's million idle tasks on its
+// MemoryStore). Stop delists it again once its runs have ended.
+func (j *Job) enlistLate(x *active) {
+	j.mu.Lock()
+	first := !x.enlisted && j.state == jobStarted
+	x.enlisted = true
+	j.mu.Unlock()
+	if first {
+		j.enlist()
+	}
+}
+
 // delist removes j from its reclaimer, and the reclaimer from reclaimers
 // once it has no job. It returns the reclaimer's Trigger if it stopped,
 // for Stop to wait for.
 func (j *Job) delist() *circulation.Trigger {
-	ls := j.cfg.lease
+	ls := j.cfg.shared
 	if ls == nil {
 		return nil
 	}
@@ -171,35 +174,25 @@ func (j *Job) delist() *circulation.Trigger {
 	return r.t
 }
 
-func newReclaimer(ls LeaseStore) *reclaimer {
+func newReclaimer(ls SharedStore) *reclaimer {
 	ls = inner(ls)
-	r := &reclaimer{ls: ls, every: ls.Lease(), jobs: map[string][]*Job{}}
-	if l, ok := ls.(ExpiredLister); ok {
-		r.list, r.every = l, ls.Lease()/4
-	}
+	r := &reclaimer{ls: ls, every: max(ls.Lease()/4, 0), jobs: map[string][]*Job{}}
 	r.t = circulation.Bind(nil, r.look)
 	return r
 }
 
-// look is the reclaimer's Func: it offers the name of each job with an
-// expired claim (each job's name, on a store that cannot list them) to a
-// job of that name.
+// look is the reclaimer's Func: it offers the name of each job with a
+// claim to take over to a job of that name.
 func (r *reclaimer) look(ctx context.Context) (time.Duration, bool) {
 	r.mu.Lock()
 	if len(r.jobs) == 0 {
 		r.mu.Unlock()
 		return 0, false
 	}
-	var names []string
-	if r.list == nil {
-		names = slices.Collect(maps.Keys(r.jobs))
-	}
 	r.mu.Unlock()
-	if r.list != nil {
-		var err error
-		if names, err = r.list.Expired(ctx, expiredLimit); err != nil {
-			names = nil // the store fails: look again later
-		}
+	names, err := r.ls.Expired(ctx, expiredLimit)
+	if err != nil {
+		names = nil // the store fails: look again later
 	}
 	for _, name := range names {
 		r.mu.Lock()
@@ -212,6 +205,21 @@ func (r *reclaimer) look(ctx context.Context) (time.Duration, bool) {
 		}
 	}
 	return r.every, r.every > 0
+}
+
+// kick makes the reclaimer of ls in this process, if it has one, look at
+// once: a job released a claim that a job of the process may take over.
+func kick(ls SharedStore) {
+	key, shared := storeKey(ls)
+	if !shared {
+		return
+	}
+	reclaimers.mu.Lock()
+	r := reclaimers.m[key]
+	reclaimers.mu.Unlock()
+	if r != nil {
+		r.t.Fire()
+	}
 }
 
 // offer asks j to take over the expired claims of its name. It reports
@@ -267,8 +275,15 @@ func (j *Job) takeOver(x *active) {
 		j.quietLocked()
 		j.mu.Unlock()
 	}()
-	ls := j.cfg.lease
+	ls := j.cfg.shared
 	node := j.cfg.nodeName()
+	// The runs held meanwhile wait one lease at most, even for a Reclaim
+	// deaf to its context; a second on a store without a lease, whose
+	// Reclaim answers in process.
+	lease := ls.Lease()
+	if lease <= 0 {
+		lease = time.Second
+	}
 	for range 1000 {
 		j.mu.Lock()
 		if j.state != jobStarted || j.paused() {
@@ -285,9 +300,6 @@ func (j *Job) takeOver(x *active) {
 		r.claims++
 		claim := r.claims
 		j.mu.Unlock()
-		lease := ls.Lease()
-		// The runs held meanwhile wait one lease at most, even for a
-		// Reclaim deaf to its context.
 		unhold := time.AfterFunc(lease, func() {
 			j.mu.Lock()
 			held, _ := x.unholdLocked(claim)
@@ -297,17 +309,19 @@ func (j *Job) takeOver(x *active) {
 		})
 		since := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), lease)
-		rec, err := ls.Reclaim(ctx, j.name, node)
+		rec, err := ls.Reclaim(ctx, j.name, node, j.cfg.concurrency())
 		cancel()
 		unhold.Stop()
 		j.mu.Lock()
 		held, holding := x.unholdLocked(claim) // holding: the job is as free as when it asked
+		spawned := false
 		if err == nil && j.state == jobStarted && !j.paused() {
 			if holding || j.freeLocked(x) {
 				rec.Reason = Recovered
 				x.runners++
 				j.spawnLocked(x, pending{run: Run{Job: rec.Job, Due: rec.Due, Reason: Recovered},
 					claim: &handover{rec: rec, since: since}}, nil, true)
+				spawned = true
 			} else {
 				x.look = true
 			}
@@ -318,6 +332,23 @@ func (j *Job) takeOver(x *active) {
 		if err != nil {
 			return
 		}
+		if !spawned {
+			// The claim came back to a job that can no longer run it
+			// (busy, paused or stopped meanwhile): it goes back.
+			j.giveBack(ls, rec)
+			return
+		}
+	}
+}
+
+// giveBack releases rec, a claim taken over that the job will not run, for
+// another node, or this job later, to take over.
+func (j *Job) giveBack(ls SharedStore, rec Record) {
+	rec.Status, rec.End = Released, time.Now().Round(0)
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if ls.Release(ctx, rec) == nil {
+		kick(ls)
 	}
 }
 

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -132,12 +133,12 @@ type emptyReclaimStore struct {
 	calls atomic.Int32
 }
 
-func (s *emptyReclaimStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+func (s *emptyReclaimStore) Reclaim(ctx context.Context, job, node string, c schedule.Concurrency) (schedule.Record, error) {
 	if s.calls.Add(1) == 1 {
 		time.Sleep(4 * time.Second)
 		return schedule.Record{}, schedule.ErrNoRecord
 	}
-	return s.leaseStore.Reclaim(ctx, job, node)
+	return s.leaseStore.Reclaim(ctx, job, node, c)
 }
 
 // A slot that waited for a Reclaim that found nothing runs, late by the
@@ -176,7 +177,7 @@ type hungReclaimStore struct {
 	release chan struct{}
 }
 
-func (s *hungReclaimStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+func (s *hungReclaimStore) Reclaim(context.Context, string, string, schedule.Concurrency) (schedule.Record, error) {
 	<-s.release
 	return schedule.Record{}, schedule.ErrNoRecord
 }
@@ -249,7 +250,8 @@ func TestHeldRunsMeetThePolicyOneByOne(t *testing.T) {
 
 // A slot held while a Reclaim is on its way back is Skipped by a Pause or
 // a Stop that comes meanwhile, as a queued run is; the claim that then
-// arrives is not run, and its lease expires. Stop waits for the Reclaim.
+// arrives is not run: it is given back, Released, for another node to
+// take over. Stop waits for the Reclaim.
 func TestHeldSlotPausedOrStopped(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -277,7 +279,7 @@ func TestHeldSlotPausedOrStopped(t *testing.T) {
 				stop(t, j)
 				assert.Equal(t, []string{"10s Succeeded Scheduled 10s-17s", "20s Skipped Scheduled"}, l.summary())
 				r := deadRecord(t, store)
-				assert.Equal(t, schedule.Running, r.Status, "the claim taken over is left to expire")
+				assert.Equal(t, schedule.Released, r.Status, "the claim taken over is given back")
 				assert.Equal(t, 2, r.Attempt)
 			})
 		})
@@ -352,8 +354,8 @@ func TestRunAttempt(t *testing.T) {
 
 // Expired claims planted among two replicas that keep running their own
 // slots, under every overlap policy: each planted slot runs once, to its
-// end, as Recovered, on one replica or the other, and a replica never runs
-// two runs at once unless the policy is OverlapAllow.
+// end, as Recovered, on one replica or the other, and the two never run
+// two runs at once between them unless the policy is OverlapAllow.
 //
 // The lease is real time: a replica stalled past a lease (a loaded
 // machine) rightly loses it, and its slot is taken over and may run twice,
@@ -372,12 +374,24 @@ func TestReclaimStress(t *testing.T) {
 				r := schedule.Record{Job: "j", Due: base.Add(time.Duration(i) * time.Millisecond), Status: schedule.Running, Node: "dead", Attempt: 1}
 				require.NoError(t, store.Claim(context.Background(), r))
 			}
+			store.mu.Lock()
+			for due, l := range store.leases { // the dead node's leases have expired
+				l.until = time.Now().Add(-time.Millisecond)
+				store.leases[due] = l
+			}
+			store.mu.Unlock()
 			var mu sync.Mutex
 			recovered := map[time.Time]int{}  // runs of each planted slot that reached their end
 			attempts := map[time.Time][]int{} // the attempts of each Recovered slot that started a run
 			var bad []string
-			inFlight := map[string]int{}
-			overlaps := 0
+			// The runs in flight on both replicas, by number; the pairs of
+			// runs that were in flight at once; the runs whose lease was
+			// lost or given up (a stall past a lease, which may overlap
+			// the run that took over or came next).
+			flying := map[int]bool{}
+			var pairs [][2]int
+			leaseGone := map[int]bool{}
+			runs := 0
 			var jobs []*schedule.Job
 			for _, node := range []string{"a", "b"} {
 				j := schedule.NewJob("j", schedule.Every(2*time.Millisecond), func(ctx context.Context, r schedule.Run) error {
@@ -385,17 +399,26 @@ func TestReclaimStress(t *testing.T) {
 					if r.Reason == schedule.Recovered {
 						attempts[r.Due] = append(attempts[r.Due], r.Attempt)
 					}
-					inFlight[node]++
-					if inFlight[node] > 1 {
-						overlaps++
+					runs++
+					id := runs
+					for other := range flying {
+						pairs = append(pairs, [2]int{id, other})
 					}
+					flying[id] = true
 					mu.Unlock()
 					select {
 					case <-time.After(time.Duration(rand.IntN(3000)) * time.Microsecond):
 					case <-ctx.Done():
 					}
 					mu.Lock()
-					inFlight[node]--
+					delete(flying, id)
+					cause := context.Cause(ctx)
+					leaseGone[id] = errors.Is(cause, schedule.ErrLeaseLost) || errors.Is(cause, schedule.ErrLeaseNotRenewed)
+					store.mu.Lock()
+					if l := store.leases[r.Due]; l.node != node || time.Now().After(l.until) {
+						leaseGone[id] = true // stalled past its lease, unnoticed yet
+					}
+					store.mu.Unlock()
 					if r.Reason == schedule.Recovered && ctx.Err() == nil {
 						recovered[r.Due]++
 					}
@@ -404,7 +427,7 @@ func TestReclaimStress(t *testing.T) {
 				}, schedule.WithStore(store), schedule.WithNode(node), schedule.WithOverlap(o),
 					schedule.WithMisfire(schedule.MisfireSkip),
 					schedule.WithObserver(func(r schedule.Record) {
-						if r.Reason == schedule.Recovered && r.Status != schedule.Succeeded && r.Status != schedule.Canceled {
+						if r.Reason == schedule.Recovered && r.Status != schedule.Succeeded && r.Status != schedule.Canceled && r.Status != schedule.Released {
 							mu.Lock()
 							bad = append(bad, fmt.Sprintf("%+v", r))
 							mu.Unlock()
@@ -451,7 +474,13 @@ func TestReclaimStress(t *testing.T) {
 			}
 			assert.Empty(t, bad[:min(len(bad), 3)], "%d Recovered runs did not run to their end", len(bad))
 			if o != schedule.OverlapAllow {
-				assert.Zero(t, overlaps, "runs overlapped")
+				overlaps := 0
+				for _, p := range pairs {
+					if !leaseGone[p[0]] && !leaseGone[p[1]] {
+						overlaps++
+					}
+				}
+				assert.Zero(t, overlaps, "runs overlapped on the two replicas, neither of which lost its lease")
 			}
 			h, err := store.History(context.Background(), "j", 1<<14)
 			require.NoError(t, err)

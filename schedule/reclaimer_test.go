@@ -26,71 +26,33 @@ func (s *countingLeaseStore) Expired(ctx context.Context, limit int) ([]string, 
 	return s.leaseStore.Expired(ctx, limit)
 }
 
-func (s *countingLeaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+func (s *countingLeaseStore) Reclaim(ctx context.Context, job, node string, c schedule.Concurrency) (schedule.Record, error) {
 	s.reclaims.Add(1)
-	return s.leaseStore.Reclaim(ctx, job, node)
+	return s.leaseStore.Reclaim(ctx, job, node, c)
 }
 
-// plainLeaseStore is a countingLeaseStore that cannot list the jobs with
-// expired claims.
-type plainLeaseStore struct{ c *countingLeaseStore }
-
-func (s plainLeaseStore) Claim(ctx context.Context, r schedule.Record) error {
-	return s.c.Claim(ctx, r)
-}
-func (s plainLeaseStore) Finish(ctx context.Context, r schedule.Record) error {
-	return s.c.Finish(ctx, r)
-}
-func (s plainLeaseStore) Last(ctx context.Context, job string) (schedule.Record, error) {
-	return s.c.Last(ctx, job)
-}
-func (s plainLeaseStore) History(ctx context.Context, job string, n int) ([]schedule.Record, error) {
-	return s.c.History(ctx, job, n)
-}
-func (s plainLeaseStore) Lease() time.Duration { return s.c.Lease() }
-func (s plainLeaseStore) Renew(ctx context.Context, r schedule.Record) error {
-	return s.c.Renew(ctx, r)
-}
-func (s plainLeaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
-	return s.c.Reclaim(ctx, job, node)
-}
-
-// A thousand idle jobs on a LeaseStore that lists the jobs with expired
-// claims share one look for them: four calls a lease, whatever the number
-// of jobs, and no Reclaim while none expired. On a store that cannot list
-// them, each job is asked for once a lease, and no more: not at each slot.
+// A thousand idle jobs on a SharedStore share one look for claims to take
+// over: four calls of Expired a lease, whatever the number of jobs, and no
+// Reclaim while none expired.
 func TestIdleJobsShareOneLookForExpiredClaims(t *testing.T) {
-	for _, lists := range []bool{true, false} {
-		t.Run(fmt.Sprintf("lists=%v", lists), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				c := &countingLeaseStore{leaseStore: newLeaseStore(20 * time.Second)}
-				var store schedule.LeaseStore = c
-				if !lists {
-					store = plainLeaseStore{c}
-				}
-				const jobs = 1000
-				var js []*schedule.Job
-				for i := range jobs {
-					j := schedule.NewJob(fmt.Sprint("j", i), schedule.Every(time.Second), func(context.Context, schedule.Run) error { return nil },
-						schedule.WithStore(store))
-					start(t, j)
-					js = append(js, j)
-				}
-				time.Sleep(time.Minute) // three leases; every job ran 60 slots
-				synctest.Wait()
-				if lists {
-					assert.LessOrEqual(t, c.expired.Load(), int64(3*4+2), "Expired calls")
-					assert.Zero(t, c.reclaims.Load(), "Reclaim calls")
-				} else {
-					assert.LessOrEqual(t, c.reclaims.Load(), int64((3+1)*jobs), "Reclaim calls: one per job a lease")
-					assert.GreaterOrEqual(t, c.reclaims.Load(), int64(3*jobs))
-				}
-				for _, j := range js {
-					stop(t, j)
-				}
-			})
-		})
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := &countingLeaseStore{leaseStore: newLeaseStore(20 * time.Second)}
+		const jobs = 1000
+		var js []*schedule.Job
+		for i := range jobs {
+			j := schedule.NewJob(fmt.Sprint("j", i), schedule.Every(time.Second), func(context.Context, schedule.Run) error { return nil },
+				schedule.WithStore(c))
+			start(t, j)
+			js = append(js, j)
+		}
+		time.Sleep(time.Minute) // three leases; every job ran 60 slots
+		synctest.Wait()
+		assert.LessOrEqual(t, c.expired.Load(), int64(3*4+2), "Expired calls")
+		assert.Zero(t, c.reclaims.Load(), "Reclaim calls")
+		for _, j := range js {
+			stop(t, j)
+		}
+	})
 }
 
 // A job whose schedule has ended (a Once job after its slot) still takes

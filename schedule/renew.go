@@ -11,7 +11,7 @@ import (
 	"github.com/circulation-go/circulation"
 )
 
-// A renewal keeps the lease of one run's claim on a LeaseStore. A Trigger
+// A renewal keeps the lease of one run's claim on a SharedStore. A Trigger
 // of its own calls Renew every Lease()/3 (every Lease()/6 after a
 // failure), and a timer armed for the deadline gives the lease up once a
 // full Lease() has passed since the last renewal that worked, or since the
@@ -48,7 +48,7 @@ type renewal struct {
 // there.
 //
 //go:noinline
-func (j *Job) renew(ls LeaseStore, p *pending, cancel context.CancelCauseFunc) *renewal {
+func (j *Job) renew(ls SharedStore, p *pending, cancel context.CancelCauseFunc) *renewal {
 	since := p.start
 	if h := p.claim; h != nil {
 		since = h.since
@@ -69,7 +69,7 @@ func (j *Job) renew(ls LeaseStore, p *pending, cancel context.CancelCauseFunc) *
 
 // tick is the Func of the renewal's Trigger: one Renew, bounded by the
 // deadline.
-func (r *renewal) tick(rctx context.Context, ls LeaseStore) (time.Duration, bool) {
+func (r *renewal) tick(rctx context.Context, ls SharedStore) (time.Duration, bool) {
 	sent := time.Now()
 	r.mu.Lock()
 	deadline, rec := r.deadline, r.rec
@@ -94,7 +94,12 @@ func (r *renewal) tick(rctx context.Context, ls LeaseStore) (time.Duration, bool
 		return 0, false // the run has ended, or its lease was given up
 	case stale:
 		return min(r.lease/6, max(time.Until(deadline), 0)), true
-	case err == nil:
+	case err == nil || errors.Is(err, ErrReplaced):
+		if err != nil {
+			// A newer run on another node replaces this one: it ends, and
+			// its lease is renewed until its outcome is recorded.
+			r.cancel(ErrReplaced)
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.stopped {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -57,11 +58,7 @@ func TestStoreOutageFollowsTheMisfirePolicy(t *testing.T) {
 		{schedule.MisfireRunOnce, 1, []string{"10s Succeeded Scheduled 10s-11s",
 			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",
 			"50s Succeeded Scheduled 50s-51s"}},
-		{schedule.MisfireRunAll, 2, []string{"10s Succeeded Scheduled 10s-11s",
-			"20s Skipped Scheduled", "20s Skipped Scheduled", "30s Skipped Scheduled", "30s Skipped Scheduled",
-			"40s Skipped Scheduled", "40s Skipped Scheduled",
-			"20s Succeeded CatchUp 50s-51s", "30s Succeeded CatchUp 50s-51s", "40s Succeeded CatchUp 51s-52s",
-			"50s Succeeded Scheduled 51s-52s"}},
+		{schedule.MisfireRunAll, 2, nil},
 	} {
 		t.Run(fmt.Sprintf("%v/%d", tc.misfire, tc.replicas), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -88,8 +85,31 @@ func TestStoreOutageFollowsTheMisfirePolicy(t *testing.T) {
 					return
 				}
 				// Which replica runs which slot is up to the scheduler of
-				// goroutines; each slot runs once.
-				assert.ElementsMatch(t, onlyDues(tc.want), onlyDues(l.summary()))
+				// goroutines. Each slot runs once at most, one run at a
+				// time on the two: the catch-ups of one replica are runs
+				// in flight to the other. The owed slots are caught up;
+				// the slot of 50s, due while they run, is run or Skipped,
+				// once, in the store.
+				assert.Equal(t, 1, l.maxRun, "runs overlapped: %v", l.summary())
+				ran := map[string]int{}
+				for _, line := range onlyDues(l.summary()) {
+					if strings.Contains(line, "Succeeded") {
+						ran[strings.Fields(line)[0]]++
+					}
+				}
+				for _, due := range []string{"10s", "20s", "30s", "40s"} {
+					assert.Equal(t, 1, ran[due], "runs of %s: %v", due, l.summary())
+				}
+				assert.LessOrEqual(t, ran["50s"], 1)
+				h, err := store.MemoryStore.History(context.Background(), "j", 10)
+				require.NoError(t, err)
+				fates := map[string]schedule.Status{}
+				for _, r := range h {
+					fates[since(r.Due)] = r.Status
+				}
+				assert.Equal(t, map[string]schedule.Status{"10s": schedule.Succeeded, "20s": schedule.Succeeded,
+					"30s": schedule.Succeeded, "40s": schedule.Succeeded, "50s": fates["50s"]}, fates)
+				assert.Contains(t, []schedule.Status{schedule.Succeeded, schedule.Skipped}, fates["50s"])
 			})
 		})
 	}
@@ -262,4 +282,10 @@ func (s *loggingStore) Claim(ctx context.Context, r schedule.Record) error {
 	err := s.MemoryStore.Claim(ctx, r)
 	s.log(r, err)
 	return err
+}
+
+func (s *loggingStore) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
+	sent, err := s.MemoryStore.ClaimRun(ctx, r, c)
+	s.log(r, err)
+	return sent, err
 }

@@ -12,9 +12,18 @@ import (
 // counted by Run.Attempt, the first retry backoff after the failure, each
 // next one after twice the pause before it, up to an hour. A retry is a run
 // of the same slot, with the same Due and Reason and the next Run.Attempt;
-// on a RetryStore, the slot's record shows the attempt in progress, and the
-// slot's outcome is its last attempt's. A Recovered run, whose Attempt
-// counts the runs of its slot on other nodes, has as many fewer left.
+// the slot's outcome is its last attempt's. On a SharedStore, the job
+// records each failed attempt and claims the next in one call (Retry), made
+// when the retry's pause is over, so that the slot's record shows the
+// attempt in progress, and a write of an earlier attempt is refused, as
+// after a takeover; during the pause the record shows the failed attempt
+// still Running, with its lease renewed. A Retry that returns ErrLeaseLost
+// ends the retries, and the job writes nothing more of the slot, no longer
+// its own; any other error ends them too, and the failed attempt's outcome
+// is recorded with Finish, its Err saying why. On any other Store, the
+// retries keep the first claim, and the slot's record, written once at the
+// end, shows the last attempt. A Recovered run, whose Attempt counts the
+// runs of its slot on other nodes, has as many fewer left.
 //
 // Each attempt's outcome reaches the Observer: a failed attempt that is
 // retried as it fails, while the slot's run is still in flight. A retry
@@ -36,36 +45,6 @@ func WithRetry(attempts int, backoff time.Duration) Option {
 
 // maxRetryPause bounds the pause before a retry.
 const maxRetryPause = time.Hour
-
-// A RetryStore is a Store that records the attempts of a slot's run: a Job
-// with WithRetry on a RetryStore records each failed attempt and claims the
-// next in one call, made when the retry's pause is over, so that the slot's
-// record shows the attempt in progress, and a write of an earlier attempt
-// is refused, as after a takeover. During the pause the record shows the
-// failed attempt still Running, and its lease, on a LeaseStore, is renewed;
-// a job stopped or paused meanwhile records the failed attempt's outcome
-// with Finish. A Retry that returns ErrLeaseLost ends the retries, and the
-// job writes nothing more of the slot, no longer its own; any other error
-// ends them too, and the failed attempt's outcome is recorded with Finish,
-// its Err saying why. Like Finish, Retry is called with a context that
-// Stop does not cancel.
-//
-// A Store that wraps another, and is a RetryStore only if the other is,
-// may return an error wrapping errors.ErrUnsupported from Retry: the Job
-// then does as on a Store that is not a RetryStore.
-//
-// On a Store that is not a RetryStore, the retries keep the first claim,
-// and the slot's record, written once at the end, shows the last attempt:
-// on a LeaseStore, the job renews the first claim's lease, with its
-// Attempt, throughout.
-type RetryStore interface {
-	Store
-	// Retry records r, a failed attempt of a run that r.Node claimed, and
-	// claims the slot's next attempt, r.Attempt+1, for r.Node, with a fresh
-	// lease on a LeaseStore. It returns ErrLeaseLost if the slot's record is
-	// no longer r.Node's at r.Attempt.
-	Retry(ctx context.Context, r Record) error
-}
 
 // retryPause returns the pause before the retry of a run whose attempt
 // failed: backoff after the first attempt, doubling with each attempt
@@ -164,7 +143,7 @@ func (x *active) endRetriesLocked(why error) {
 
 // claimNext claims the attempt of the run of p that follows the one that
 // failed at end with msg, setting p.start and p.run.Attempt. On a
-// RetryStore, Retry records the failed attempt and claims the next, and
+// SharedStore, Retry records the failed attempt and claims the next, and
 // renew, if not nil, renews the new claim from then on; on any other
 // store, the first claim holds, and so does what renew renews.
 func (j *Job) claimNext(x *active, p *pending, renew *renewal, end time.Time, msg string) error {
@@ -177,8 +156,8 @@ func (j *Job) claimNext(x *active, p *pending, renew *renewal, end time.Time, ms
 		err = m.retryRun(&p.run, start, j.cfg.nodeName())
 		retried = err == nil
 	default:
-		rs, ok := x.store.(RetryStore)
-		if !ok {
+		rs := j.cfg.shared
+		if rs == nil {
 			break
 		}
 		rec := j.claimed(p)
@@ -190,11 +169,7 @@ func (j *Job) claimNext(x *active, p *pending, renew *renewal, end time.Time, ms
 		// does, and a Stop that cut it short could not tell which
 		// attempt the store holds.
 		err = rs.Retry(context.Background(), rec)
-		if errors.Is(err, errors.ErrUnsupported) {
-			err = nil // as on a Store that is not a RetryStore
-		} else {
-			retried = err == nil
-		}
+		retried = err == nil
 		if renew != nil && !retried {
 			renew.moving(false)
 		}

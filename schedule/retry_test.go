@@ -349,10 +349,10 @@ func TestRetryCatchUpAndParallelRuns(t *testing.T) {
 	})
 }
 
-// retryLog is a RetryStore in memory that logs the calls it gets, and
-// refuses each Retry with refuse, if set.
+// retryLog is a SharedStore in memory that logs the claims, finishes and
+// retries it gets, and refuses each Retry with refuse, if set.
 type retryLog struct {
-	mem    *schedule.MemoryStore
+	*schedule.MemoryStore
 	mu     sync.Mutex
 	calls  []string
 	refuse error
@@ -373,12 +373,17 @@ func (s *retryLog) log(call string, r schedule.Record) {
 
 func (s *retryLog) Claim(ctx context.Context, r schedule.Record) error {
 	s.log("Claim", r)
-	return s.mem.Claim(ctx, r)
+	return s.MemoryStore.Claim(ctx, r)
+}
+
+func (s *retryLog) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
+	s.log("Claim", r)
+	return s.MemoryStore.ClaimRun(ctx, r, c)
 }
 
 func (s *retryLog) Finish(ctx context.Context, r schedule.Record) error {
 	s.log("Finish", r)
-	return s.mem.Finish(ctx, r)
+	return s.MemoryStore.Finish(ctx, r)
 }
 
 func (s *retryLog) Retry(ctx context.Context, r schedule.Record) error {
@@ -386,32 +391,23 @@ func (s *retryLog) Retry(ctx context.Context, r schedule.Record) error {
 	if s.refuse != nil {
 		return s.refuse
 	}
-	return s.mem.Retry(ctx, r)
+	return s.MemoryStore.Retry(ctx, r)
 }
 
-func (s *retryLog) Last(ctx context.Context, job string) (schedule.Record, error) {
-	return s.mem.Last(ctx, job)
-}
-
-func (s *retryLog) History(ctx context.Context, job string, limit int) ([]schedule.Record, error) {
-	return s.mem.History(ctx, job, limit)
-}
-
-// A RetryStore records each failed attempt and claims the next in one
+// A SharedStore records each failed attempt and claims the next in one
 // call, when the pause is over; a Retry it refuses ends the retries, and
 // the slot, no longer the job's, is not finished; a Retry that fails
 // otherwise ends them too, and the slot keeps its failed attempt. A Store
-// that is not a RetryStore sees the first claim and the last attempt, and
-// so does one whose Retry returns errors.ErrUnsupported.
+// that is not a SharedStore sees the first claim and the last attempt.
 func TestRetryStoreSeesEachAttempt(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		retry  bool // the job's store is a RetryStore
+		retry  bool // the job's store is a SharedStore
 		refuse error
 		runs   int
 		calls  []string
 	}{
-		{"RetryStore", true, nil, 3, []string{
+		{"SharedStore", true, nil, 3, []string{
 			"Claim 1 Running 1h0m0s",
 			"Retry 1 Failed 1h0m0s-1h0m1s attempt 1 failed",
 			"Retry 2 Failed 1h1m1s-1h1m2s attempt 2 failed",
@@ -430,17 +426,10 @@ func TestRetryStoreSeesEachAttempt(t *testing.T) {
 			"Claim 1 Running 1h0m0s",
 			"Finish 3 Succeeded 1h3m2s-1h3m3s",
 		}},
-		// A wrapper of a Store that records no attempts: as a Store.
-		{"Retry unsupported", true, fmt.Errorf("a wrapper: %w", errors.ErrUnsupported), 3, []string{
-			"Claim 1 Running 1h0m0s",
-			"Retry 1 Failed 1h0m0s-1h0m1s attempt 1 failed",
-			"Retry 2 Failed 1h1m1s-1h1m2s attempt 2 failed",
-			"Finish 3 Succeeded 1h3m2s-1h3m3s",
-		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				log := &retryLog{mem: schedule.NewMemoryStore(10), refuse: c.refuse}
+				log := &retryLog{MemoryStore: schedule.NewMemoryStore(10), refuse: c.refuse}
 				var store schedule.Store = log
 				if !c.retry {
 					store = struct{ schedule.Store }{log}
@@ -460,7 +449,7 @@ func TestRetryStoreSeesEachAttempt(t *testing.T) {
 					assert.Equal(t, i+1, r.Attempt)
 				}
 				if c.refuse == nil {
-					last, err := log.mem.Last(context.Background(), "j")
+					last, err := log.MemoryStore.Last(context.Background(), "j")
 					require.NoError(t, err)
 					assert.Equal(t, recs[len(recs)-1].Attempt, last.Attempt)
 					assert.Equal(t, recs[len(recs)-1].Start, last.Start)
@@ -470,7 +459,7 @@ func TestRetryStoreSeesEachAttempt(t *testing.T) {
 	}
 }
 
-// retryLeaseStore is a leaseStore that is a RetryStore: Retry takes the
+// retryLeaseStore is a leaseStore whose Retry takes the
 // lease of the next attempt, and Renew refuses any attempt but the one
 // that holds the lease. It logs each Renew. Its Retry answers slow after
 // it claimed the next attempt, if slow is set.
@@ -515,19 +504,14 @@ func (s *retryLeaseStore) Retry(ctx context.Context, r schedule.Record) error {
 	return nil
 }
 
-// The lease of a slot is renewed through the retries' pauses: on a
-// RetryStore, each Renew names the attempt that holds the lease, the one
-// Retry claimed; on a LeaseStore that is not a RetryStore, the first
-// claim's, to the end.
+// The lease of a slot is renewed through the retries' pauses: each Renew
+// names the attempt that holds the lease, the one Retry claimed.
 func TestRetryRenewsTheLease(t *testing.T) {
-	for _, retry := range []bool{true, false} {
-		t.Run(fmt.Sprint("RetryStore=", retry), func(t *testing.T) {
+	for _, retry := range []bool{true} {
+		t.Run(fmt.Sprint("SharedStore=", retry), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := &retryLeaseStore{leaseStore: newLeaseStore(9 * time.Second)}
 				var s schedule.Store = store
-				if !retry {
-					s = struct{ schedule.LeaseStore }{store}
-				}
 				var l journal
 				n := 0
 				j := schedule.NewJob("j", schedule.Every(time.Hour), failing(&n, 2, 5*time.Second),
@@ -624,6 +608,9 @@ func TestRetryLostLease(t *testing.T) {
 				store.leases[at(time.Hour)] = lease{"thief", time.Now().Add(24 * time.Hour), claim.rec}
 				store.mu.Unlock()
 				time.Sleep(9 * time.Second) // the renewal at 1h3s found the lease lost
+				store.mu.Lock()             // the thief's run ends: the job is free on every node
+				delete(store.leases, at(time.Hour))
+				store.mu.Unlock()
 				j.RunNow()
 				time.Sleep(30 * time.Minute)
 				stop(t, j)

@@ -33,7 +33,7 @@ func (j *Job) runner(w *work) {
 			return
 		}
 		cur = id
-		if claimed, _ := j.begin(ctx, x, p, false); claimed {
+		if claimed, _ := j.begin(ctx, cancel, x, p, false); claimed {
 			renew, runErr, err := j.run(ctx, cancel, x, p, nil)
 			for {
 				var again bool // WithRetry: the next attempt is claimed
@@ -212,9 +212,11 @@ func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active
 	if t := j.cfg.timeout; t > 0 {
 		c.ctx, c.cancel = context.WithTimeout(ctx, t)
 	}
-	defer j.end(x, &c, &renew, &runErr, &err)
+	defer j.end(x, p, &c, &renew, &runErr, &err)
 	if ctx.Err() == nil { // not stopped or replaced since the claim
 		c.err = j.f(c.ctx, p.run)
+	} else {
+		c.err = context.Cause(ctx) // the Func did not run: its slot's work is not done
 	}
 	c.returned = true
 	return
@@ -231,8 +233,10 @@ type call struct {
 
 // end, deferred by run, sets run's results: it turns a panic of the Func
 // into its error. If the Func called runtime.Goexit, it gives the lease
-// up instead.
-func (j *Job) end(x *active, c *call, renew **renewal, runErr, err *error) {
+// up instead, for the slot to be taken over once it expires; on a
+// SharedStore without a lease, whose claims never expire and count as runs
+// in flight, it records the run Failed.
+func (j *Job) end(x *active, p *pending, c *call, renew **renewal, runErr, err *error) {
 	v := recover()
 	if !c.returned && v == nil { // runtime.Goexit
 		if c.renew != nil {
@@ -240,6 +244,9 @@ func (j *Job) end(x *active, c *call, renew **renewal, runErr, err *error) {
 		}
 		if c.cancel != nil {
 			c.cancel()
+		}
+		if j.cfg.shared != nil && j.cfg.lease == nil {
+			j.goexited(x, p)
 		}
 		return
 	}
@@ -250,4 +257,17 @@ func (j *Job) end(x *active, c *call, renew **renewal, runErr, err *error) {
 	if c.cancel != nil {
 		c.cancel()
 	}
+}
+
+// goexited records the run of p Failed: its Func called runtime.Goexit.
+//
+//go:noinline
+func (j *Job) goexited(x *active, p *pending) {
+	const msg = "schedule: the Func called runtime.Goexit"
+	end := time.Now().Round(0)
+	if m, ok := x.store.(*MemoryStore); ok && p.claim == nil {
+		_ = m.finishRun(&p.run, j.cfg.nodeName(), end, Failed, msg)
+		return
+	}
+	_ = j.finishIn(x.store, p, end, Failed, msg)
 }

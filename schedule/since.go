@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/circulation-go/circulation"
@@ -12,40 +11,10 @@ import (
 // at t is: a job with no record in its store then owes, at its first Start,
 // the slots due after t, by its Misfire policy, as if it had run at t.
 // Without it, a job that has no record owes the slots from its
-// first Start on a SinceStore, and none on any other Store. A t after the
+// first Start on a SharedStore, and none on any other Store. A t after the
 // Start, or zero, is the Start.
 func WithSince(t time.Time) Option {
 	return optionFunc(func(c *config) { c.since = t })
-}
-
-// A SinceStore is a Store that remembers, for each job, since when it has
-// been scheduled, so that a job that has never run still owes, after a
-// restart, the slots due while no process ran it (a once task due during
-// the downtime, a new task's first slots). A Job on a SinceStore with no
-// record calls Since at Start; StartAll calls SinceOf for many.
-type SinceStore interface {
-	Store
-	// Since records t as the time job has been scheduled since, unless an
-	// earlier one is recorded, and returns the earliest recorded.
-	Since(ctx context.Context, job string, t time.Time) (time.Time, error)
-	// SinceOf is Since for each job of jobs, with its time, in one call: it
-	// returns the earliest time recorded of each.
-	SinceOf(ctx context.Context, jobs map[string]time.Time) (map[string]time.Time, error)
-}
-
-// A NoteStore is a Store that records, in one call, slots that did not
-// run. A Job records there the slots its Misfire policy left Missed (the
-// newest maxNoted of each gap), so that each slot's fate is in the store,
-// not only the Observer's; on a Store that is not a NoteStore it records
-// each with Claim, with its Status, and Finish.
-type NoteStore interface {
-	Store
-	// Note records each of rs, the finished record of a slot that did not
-	// run, unless its slot has a record already. A Store that wraps
-	// another, and is a NoteStore only if the other is, may return an
-	// error wrapping errors.ErrUnsupported: the Job then records them as
-	// on any other Store.
-	Note(ctx context.Context, rs []Record) error
 }
 
 // maxNoted bounds the Missed records of one gap that a job writes to its
@@ -54,12 +23,12 @@ const maxNoted = 16
 
 // sinceOf returns when the job has been scheduled since, for a Start at
 // now of a job that has no record: the earliest of WithSince's time, the
-// store's (a SinceStore's, which records the result), and now. read, if
+// store's (a SharedStore's, which records the result), and now. read, if
 // not nil, holds the store's answer, read by StartAll.
 func (j *Job) sinceOf(ctx context.Context, now time.Time, read *lastRead) time.Time {
 	t := j.sinceBase(now)
-	ss, ok := j.cfg.store.(SinceStore)
-	if !ok {
+	ss := j.cfg.shared
+	if ss == nil {
 		return t
 	}
 	if read != nil && read.sinceRead {
@@ -91,19 +60,21 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// note queues the Missed records among rs, the newest maxNoted of them, to
-// be written to the job's store, so that the store holds each slot's fate.
-// They are written on a goroutine of their own (writeNotes), one batch
-// after another: a slow store holds up neither the job's timer nor the
-// caller. Stop waits for the queued ones. A slot that has a record already
-// keeps it; a store that fails loses them: they still reach the Observer.
+// note queues the records among rs that the store is to hold, to be
+// written to the job's store, so that it holds each slot's fate: the
+// Missed records (the newest maxNoted of one gap) and the slots the
+// overlap policy Skipped (kept). They are written on a goroutine of their
+// own (writeNotes), one batch after another: a slow store holds up neither
+// the job's timer nor the caller. Stop waits for the queued ones. A slot
+// that has a record already keeps it; a store that fails loses them: they
+// still reach the Observer.
 func (j *Job) note(rs []Record) {
 	if j.cfg.store == nil {
 		return
 	}
 	var missed []Record
 	for i := len(rs) - 1; i >= 0 && len(missed) < maxNoted; i-- {
-		if rs[i].Status == Missed {
+		if kept(&rs[i]) {
 			missed = append(missed, rs[i])
 		}
 	}
@@ -130,8 +101,26 @@ func (j *Job) note(rs []Record) {
 	t.Fire()
 }
 
-// writeNotes is the Func of the job's noter: it writes the queued Missed
-// records to the store, a NoteStore's Note, or a Claim (with the record's
+// kept reports whether the store is to hold r, the record of a slot that
+// did not run: Missed, or Skipped by the overlap policy, on this node or
+// another (not a slot whose claim failed, which is owed, nor one a paused
+// or stopped job dropped, which another node may still run).
+func kept(r *Record) bool {
+	switch {
+	case r.Status == Missed:
+		return true
+	case r.Status != Skipped:
+		return false
+	}
+	switch r.Err {
+	case errOverlap.Error(), ErrReplaced.Error(), ErrBusy.Error():
+		return true
+	}
+	return false
+}
+
+// writeNotes is the Func of the job's noter: it writes the queued records
+// to the store, with a SharedStore's Note, or a Claim (with the record's
 // status) and a Finish each on any other Store.
 func (j *Job) writeNotes(context.Context) (time.Duration, bool) {
 	j.mu.Lock()
@@ -144,12 +133,11 @@ func (j *Job) writeNotes(context.Context) (time.Duration, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
 	defer cancel()
-	s := j.cfg.store
-	if ns, ok := s.(NoteStore); ok {
-		if err := ns.Note(ctx, rs); !errors.Is(err, errors.ErrUnsupported) {
-			return 0, false
-		}
+	if ns := j.cfg.shared; ns != nil {
+		_ = ns.Note(ctx, rs)
+		return 0, false
 	}
+	s := j.cfg.store
 	for _, r := range rs {
 		if err := s.Claim(ctx, r); err == nil {
 			_ = s.Finish(ctx, r)

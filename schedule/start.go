@@ -21,8 +21,8 @@ var ErrStopped = errors.New("schedule: job stopped")
 // slot strictly after now, which Next reports once Start returns. Catch-up
 // runs start at once, on their own goroutines. A job with no record owes
 // the slots since it has been scheduled (WithSince, or its first Start on
-// a SinceStore), and none otherwise. The slots the Misfire policy leaves
-// Missed are written to the store (see NoteStore) and reach the Observer.
+// a SharedStore), and none otherwise. The slots the Misfire policy leaves
+// Missed are written to the store and reach the Observer.
 //
 // A store that fails here does not prevent the start: the job treats it as
 // an outage and applies the Misfire policy at its first slot whose claim
@@ -40,7 +40,7 @@ func (j *Job) Start(ctx context.Context) error {
 type lastRead struct {
 	rec Record
 	err error
-	// Of a job with no record on a SinceStore: the store's answer to
+	// Of a job with no record on a SharedStore: the store's answer to
 	// SinceOf, if sinceRead; zero if it failed.
 	since     time.Time
 	sinceRead bool
@@ -145,6 +145,8 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 	j.w.sync(j)
 	j.observe(obs)
 	if j.cfg.lease != nil {
+		// A job on a store without a lease enlists at its first claim
+		// (enlistLate): an idle one holds nothing for it.
 		j.enlist()
 	}
 	if outage {

@@ -63,7 +63,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // for each of those that did not start, joined. The jobs whose Store is a
 // LastReader have their last records read together, in one call per Store;
 // should that call fail, each of them starts as a job whose Last failed
-// does. Those with no record on a Store that is also a SinceStore have
+// does. Those with no record on a Store that is also a SharedStore have
 // their times read together too, with SinceOf.
 // Jobs already started, or stopped, get Start's errors; nil jobs are
 // skipped. If a job's Scheduler refuses its timer (a stopped wheel.Wheel),
@@ -113,7 +113,7 @@ func StartAll(ctx context.Context, jobs ...*Job) error {
 			continue
 		}
 		reads := make([]*lastRead, len(js))
-		var since map[string]time.Time // of the jobs with no record, on a SinceStore
+		var since map[string]time.Time // of the jobs with no record, on a SharedStore
 		now := time.Now().Round(0)
 		for i, j := range js {
 			read := &lastRead{err: err}
@@ -122,7 +122,7 @@ func StartAll(ctx context.Context, jobs ...*Job) error {
 					read.rec = r
 				} else {
 					read.err = ErrNoRecord
-					if _, ok := lr.(SinceStore); ok {
+					if _, ok := lr.(SharedStore); ok {
 						if since == nil {
 							since = map[string]time.Time{}
 						}
@@ -134,7 +134,7 @@ func StartAll(ctx context.Context, jobs ...*Job) error {
 			reads[i] = read
 		}
 		if len(since) > 0 {
-			got, err := lr.(SinceStore).SinceOf(ctx, since)
+			got, err := lr.(SharedStore).SinceOf(ctx, since)
 			if err == nil {
 				for i, j := range js {
 					reads[i].since = got[j.name]
