@@ -75,6 +75,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 	t.mu.Unlock()
 	now := time.Now()
 	var errs []error
+	refused := map[string]refusal{}      // the definitions refused, by name
 	want := make([]*compiled, len(defs)) // nil: not valid
 	for i, d := range defs {
 		if cur[i] != nil && cur[i].same(d) {
@@ -88,6 +89,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 		c, err := t.compile(d, now, seen)
 		if err != nil {
 			errs = append(errs, err)
+			refused[d.Name] = refusal{d, err}
 			continue
 		}
 		want[i] = c
@@ -113,7 +115,9 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 		e := t.tasks[name]
 		if (e != nil && e.applied == gen) || (e == nil && fresh[name]) {
 			if name != "" {
-				errs = append(errs, &TaskError{Task: name, Field: "name", Err: errors.New("defined twice")})
+				err := &TaskError{Task: name, Field: "name", Err: errors.New("defined twice")}
+				errs = append(errs, err)
+				refused[name] = refusal{d, err}
 			}
 			continue
 		}
@@ -193,21 +197,22 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 			t.bg.Add(1)
 		}
 	}
+	t.refuseLocked(refused)
 	t.mu.Unlock()
 
 	// A Scheduler that refuses timers (a stopped wheel.Wheel) makes
 	// SetSchedule, Resume and Start panic. The Apply is carried out all
 	// the same, so that the Table stays whole, and the first panic then
 	// reaches the caller, as schedule.WithScheduler promises.
-	var refused any
+	var panicked any
 	refuse := func() {
-		if v := recover(); v != nil && refused == nil {
-			refused = v
+		if v := recover(); v != nil && panicked == nil {
+			panicked = v
 		}
 	}
 	defer func() {
-		if refused != nil {
-			panic(refused)
+		if panicked != nil {
+			panic(panicked)
 		}
 	}()
 	for _, e := range drains {
@@ -272,13 +277,18 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 		}
 		e := byJob[se.Job]
 		name := e.job.Name()
-		errs = append(errs, &TaskError{Task: name, Field: "start", Err: err})
+		terr := &TaskError{Task: name, Field: "start", Err: err}
+		errs = append(errs, terr)
 		t.mu.Lock()
 		if t.tasks[name] == e { // not drained meanwhile: no one else marks e stopped
 			t.removeLocked(name)
 			t.markStoppedLocked(e)
 			if i := slices.Index(ch.Added, name); i >= 0 {
 				ch.Added = slices.Delete(ch.Added, i, i+1)
+			}
+			if t.gen == gen {
+				t.refused[name] = refusal{e.c.Load().task(name), terr}
+				t.renamedLocked()
 			}
 		}
 		t.mu.Unlock()
@@ -325,4 +335,31 @@ func (t *Table) newEntryLocked(name string, c *compiled, held bool, presets map[
 	}
 	e.job = schedule.NewJob(name, t.scheduleOf(c), e.run, p)
 	return e
+}
+
+// A refusal is a definition that the latest Apply refused, and why.
+type refusal struct {
+	task Task
+	err  error
+}
+
+// refuseLocked makes refused the definitions the latest Apply refused.
+// The caller holds t.mu.
+func (t *Table) refuseLocked(refused map[string]refusal) {
+	if len(refused) == 0 {
+		refused = nil
+	}
+	// The names of the refused tasks that t does not run are in Names: a
+	// change of them is a change of the names.
+	for name := range t.refused {
+		if _, ok := refused[name]; !ok && t.tasks[name] == nil {
+			t.renamedLocked()
+		}
+	}
+	for name := range refused {
+		if _, ok := t.refused[name]; !ok && t.tasks[name] == nil {
+			t.renamedLocked()
+		}
+	}
+	t.refused = refused
 }

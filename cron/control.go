@@ -11,9 +11,11 @@ import (
 )
 
 // Tasks returns every task t runs, sorted by name: its definition in
-// force, its next run, its latest record in the Table's Store and its runs
-// in flight (see TaskState). A task whose latest record the Store could
-// not read has a zero Last; TasksContext reports the Store's error.
+// force, its next run, its latest record in the Table's Store, its runs
+// in flight, and why the latest Apply refused its definition, if it did
+// (see TaskState); and every task whose only definition it refused. A
+// task whose latest record the Store could not read has a zero Last;
+// TasksContext reports the Store's error.
 //
 // Tasks is shorthand for TasksContext(context.Background()), its error
 // aside.
@@ -44,15 +46,22 @@ func (t *Table) TasksContext(ctx context.Context) ([]TaskState, error) {
 // schedule.LastReader, whatever the number of tasks.
 func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, error) {
 	type item struct {
-		name string
-		e    *entry
-		held bool
+		name    string
+		e       *entry // nil for a task refused that t does not run
+		held    bool
+		refused refusal
 	}
 	items := make([]item, 0, len(names))
 	t.mu.Lock()
 	for _, name := range names {
-		if e := t.tasks[name]; e != nil {
-			items = append(items, item{name, e, e.held})
+		e := t.tasks[name]
+		r, refused := t.refused[name]
+		if e != nil || refused {
+			it := item{name: name, e: e, refused: r}
+			if e != nil {
+				it.held = e.held
+			}
+			items = append(items, it)
 		}
 	}
 	t.mu.Unlock()
@@ -70,18 +79,24 @@ func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, erro
 	ts := make([]TaskState, len(items))
 	for i, it := range items {
 		s := &ts[i]
-		s.Task = it.e.c.Load().task(it.name)
-		s.Task.Paused = it.held
-		s.Next = it.e.job.Next()
+		if it.e == nil {
+			s.Task = it.refused.task
+		} else {
+			s.Task = it.e.c.Load().task(it.name)
+			s.Task.Paused = it.held
+			s.Next = it.e.job.Next()
+		}
+		s.Refused = it.refused.err
 		s.Last = lasts[it.name]
 		s.Running = running[i]
 	}
 	return ts, err
 }
 
-// Names returns the names of the tasks t runs, sorted. The Table keeps
-// them sorted once asked, until a task comes or goes: a call then costs
-// a copy of the names.
+// Names returns the names of the tasks t runs, and of those whose only
+// definition the latest Apply refused, sorted. The Table keeps them sorted
+// once asked, until a task comes or goes: a call then costs a copy of the
+// names.
 func (t *Table) Names() []string {
 	return slices.Clone(t.sortedNames())
 }
@@ -95,9 +110,14 @@ func (t *Table) sortedNames() []string {
 		return names
 	}
 	renames := t.renames
-	names := make([]string, 0, len(t.tasks))
+	names := make([]string, 0, len(t.tasks)+len(t.refused))
 	for name := range t.tasks {
 		names = append(names, name)
+	}
+	for name := range t.refused {
+		if t.tasks[name] == nil {
+			names = append(names, name)
+		}
 	}
 	t.mu.Unlock()
 	slices.Sort(names) // not holding t.mu: a hundred thousand names take milliseconds

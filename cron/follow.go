@@ -19,14 +19,17 @@ import (
 // one Source so runs the same tasks. While t follows src, Pause and Resume
 // change the definitions in src (see Pause).
 //
-// Follow returns the error of its first Apply, which it has carried out:
-// *TaskErrors for the definitions refused, which do not keep t from
-// following src. If src cannot be read, Follow returns that error and t
-// does not follow src; Follow may then be called again. ctx bounds that
-// first read and Apply; the values of ctx, not its end, reach the later
-// ones. The errors of the later reads and Applies go to the function of
-// WithErrorHandler, if any: a refused definition keeps the task's previous
-// one in force, and a failed read is tried again at the next look.
+// Follow returns an error only when t cannot follow src: if src cannot be
+// read, Follow returns that error and t does not follow src; Follow may
+// then be called again. A definition t refuses (a handler it does not
+// have, a zone it cannot load: a *TaskError naming the field) does not
+// stop it, nor its replicas, whatever one user typed: the task's previous
+// definition stays in force, Tasks reports why (TaskState.Refused), and
+// the error goes to the function of WithErrorHandler, if any, the first
+// Apply's as the later ones'. ctx bounds the first read and Apply; the
+// values of ctx, not its end, reach the later ones. A read that fails
+// later is tried again at the next look, its error going to the same
+// function.
 //
 // A Table follows one Source at most: Follow returns ErrFollowing if t
 // follows one already, or another Follow is under way, and
@@ -70,6 +73,9 @@ func (t *Table) Follow(ctx context.Context, src Source, opts ...FollowOption) er
 	if f.onApply != nil {
 		f.onApply(version, ch)
 	}
+	if applied != nil && f.onErr != nil {
+		f.onErr(applied)
+	}
 	f.version = version
 	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	f.trig = circulation.Bind(nil, f.look, circulation.WithContext(f.ctx))
@@ -85,7 +91,7 @@ func (t *Table) Follow(ctx context.Context, src Source, opts ...FollowOption) er
 	t.follow = f
 	t.mu.Unlock()
 	f.trig.FireAfter(f.every)
-	return applied
+	return nil
 }
 
 // ErrFollowing is returned by Follow on a Table that follows a Source
@@ -112,12 +118,14 @@ func WithPollInterval(d time.Duration) FollowOption {
 }
 
 // WithErrorHandler makes the Table pass f every error of its looks at the
-// Source after the first: a failed Version or Tasks, and the error of an
-// Apply, such as a definition refused. f runs on the goroutine of the
-// looks, one call at a time; it may call the Table's methods, except Stop
-// with a context that outlives it. Without it, those errors are dropped:
-// the Table keeps running what it ran, and tries again at the next look,
-// or the next change.
+// Source: a failed Version or Tasks after the first read, and the error of
+// each Apply, the first one's included, such as a definition refused
+// (*TaskErrors, joined). f runs on the goroutine of the looks (the first
+// time, on Follow's), one call at a time; it may call the Table's methods,
+// except Stop with a context that outlives it. Without it, those errors
+// are dropped: the Table keeps running what it ran, tries again at the
+// next look, or the next change, and Tasks reports the refused
+// definitions.
 func WithErrorHandler(f func(error)) FollowOption {
 	return followOption(func(fl *follower) { fl.onErr = f })
 }

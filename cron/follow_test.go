@@ -286,9 +286,10 @@ func TestTableFollowChanges(t *testing.T) {
 	})
 }
 
-// Follow returns its first Apply's error, and follows all the same; the
-// errors of later looks go to the error handler, a refused definition's
-// once for each version; a Source that cannot be read is looked at again.
+// A definition the Table refuses does not make Follow fail: it follows,
+// the error goes to the error handler, the first Apply's as the later
+// ones', once for each version, and Tasks reports the task refused. A
+// Source that cannot be read is looked at again.
 func TestTableFollowErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bad := task("bad", "h", "0 0 30 2 *")
@@ -301,32 +302,41 @@ func TestTableFollowErrors(t *testing.T) {
 			mu.Unlock()
 		}
 		tab := cron.NewTable(map[string]cron.Handler{"h": func(context.Context, string, schedule.Run) error { return nil }})
-		err := tab.Follow(context.Background(), defs.source(), cron.WithErrorHandler(onErr))
+		require.NoError(t, tab.Follow(context.Background(), defs.source(), cron.WithErrorHandler(onErr)))
 		var te *cron.TaskError
-		require.True(t, errors.As(err, &te), "%v", err)
+		mu.Lock()
+		require.Len(t, errs, 1, "the first Apply's")
+		require.True(t, errors.As(errs[0], &te), "%v", errs[0])
 		assert.Equal(t, "bad", te.Task)
-		assert.Len(t, tab.Tasks(), 1)
+		mu.Unlock()
+		ts := tab.Tasks()
+		require.Len(t, ts, 2)
+		assert.Equal(t, "bad", ts[1].Task.Name)
+		assert.True(t, errors.As(ts[1].Refused, &te), "Tasks reports the refusal: %v", ts[1].Refused)
+		assert.Equal(t, "spec", te.Field)
+		assert.Zero(t, ts[1].Next)
+		assert.Nil(t, ts[0].Refused)
 
 		defs.put(task("b", "h", "* * * * * *"))
 		time.Sleep(5500 * time.Millisecond)
-		assert.Len(t, tab.Tasks(), 2)
+		assert.Len(t, tab.Tasks(), 3)
 		mu.Lock()
-		require.Len(t, errs, 1, "once for the version, not at each look")
-		assert.True(t, errors.As(errs[0], &te))
+		require.Len(t, errs, 2, "once for each version, not at each look")
+		assert.True(t, errors.As(errs[1], &te))
 		mu.Unlock()
 
 		down := errors.New("database down")
 		defs.setFail(down)
 		time.Sleep(3 * time.Second)
 		mu.Lock()
-		require.Len(t, errs, 4)
-		assert.ErrorIs(t, errs[3], down)
-		assert.EqualError(t, errs[3], "cron: following the source: reading its version: database down")
+		require.Len(t, errs, 5)
+		assert.ErrorIs(t, errs[4], down)
+		assert.EqualError(t, errs[4], "cron: following the source: reading its version: database down")
 		mu.Unlock()
 		defs.setFail(nil)
 		defs.remove("bad")
 		time.Sleep(time.Second)
-		assert.Len(t, tab.Tasks(), 2, "still following")
+		assert.Len(t, tab.Tasks(), 2, "still following; the refusal is gone with the definition")
 		require.NoError(t, tab.Stop(context.Background()))
 	})
 }

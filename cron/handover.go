@@ -19,11 +19,11 @@ import (
 // starts only once that one has stopped: a slot that fell due meanwhile
 // was neither's, and is owed. On a schedule.SinceStore, the time is
 // recorded there, and the earliest recorded taken, so that it survives a
-// restart. The result is a LeaseStore if t.store is one.
+// restart. The result is a SharedStore if t.store is one.
 func handover(t *Table) schedule.Store {
 	h := handoverStore{Store: t.store, t: t}
-	if ls, ok := t.store.(schedule.LeaseStore); ok {
-		return handoverLeaseStore{h, ls}
+	if ss, ok := t.store.(schedule.SharedStore); ok {
+		return handoverSharedStore{h, ss}
 	}
 	return h
 }
@@ -80,20 +80,52 @@ func (s handoverStore) RunLimit() *schedule.RunLimit {
 	return nil
 }
 
-type handoverLeaseStore struct {
+// handoverSharedStore is the handover of a SharedStore: the jobs of the
+// Table share it as any other SharedStore.
+type handoverSharedStore struct {
 	handoverStore
-	lease schedule.LeaseStore
+	shared schedule.SharedStore
 }
 
-func (s handoverLeaseStore) Lease() time.Duration { return s.lease.Lease() }
+func (s handoverSharedStore) Lease() time.Duration { return s.shared.Lease() }
 
-func (s handoverLeaseStore) Renew(ctx context.Context, r schedule.Record) error {
-	return s.lease.Renew(ctx, r)
+func (s handoverSharedStore) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
+	return s.shared.ClaimRun(ctx, r, c)
 }
 
-func (s handoverLeaseStore) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
-	return s.lease.Reclaim(ctx, job, node)
+func (s handoverSharedStore) Renew(ctx context.Context, r schedule.Record) error {
+	return s.shared.Renew(ctx, r)
 }
+
+func (s handoverSharedStore) Release(ctx context.Context, r schedule.Record) error {
+	return s.shared.Release(ctx, r)
+}
+
+func (s handoverSharedStore) Reclaim(ctx context.Context, job, node string, c schedule.Concurrency) (schedule.Record, error) {
+	return s.shared.Reclaim(ctx, job, node, c)
+}
+
+func (s handoverSharedStore) Expired(ctx context.Context, limit int) ([]string, error) {
+	return s.shared.Expired(ctx, limit)
+}
+
+func (s handoverSharedStore) Retry(ctx context.Context, r schedule.Record) error {
+	return s.shared.Retry(ctx, r)
+}
+
+func (s handoverSharedStore) Note(ctx context.Context, rs []schedule.Record) error {
+	return s.shared.Note(ctx, rs)
+}
+
+func (s handoverSharedStore) Since(ctx context.Context, job string, t time.Time) (time.Time, error) {
+	return s.shared.Since(ctx, job, t)
+}
+
+func (s handoverSharedStore) SinceOf(ctx context.Context, jobs map[string]time.Time) (map[string]time.Time, error) {
+	return s.shared.SinceOf(ctx, jobs)
+}
+
+var _ schedule.SharedStore = handoverSharedStore{}
 
 // LastOf reads the last records of many jobs in one call if the Store can,
 // and one by one if not, with the handover's record for those that have
@@ -137,15 +169,16 @@ func (s handoverStore) LastOf(ctx context.Context, jobs []string) (map[string]sc
 	return m, nil
 }
 
-// durableSince returns s as a SinceStore that outlives the process, if it
-// is one. A MemoryStore's times die with the process, as the Table's own
-// do: keeping one a task there would only cost its memory (about 100
-// bytes a task, a tenth of a million tasks' heap).
-func durableSince(s schedule.Store) (schedule.SinceStore, bool) {
+// durableSince returns s as a SharedStore whose times of since when each
+// job has been scheduled outlive the process, if it is one. A
+// MemoryStore's times die with the process, as the Table's own do:
+// keeping one a task there would only cost its memory (about 100 bytes a
+// task, a tenth of a million tasks' heap).
+func durableSince(s schedule.Store) (schedule.SharedStore, bool) {
 	if _, ok := s.(*schedule.MemoryStore); ok {
 		return nil, false
 	}
-	ss, ok := s.(schedule.SinceStore)
+	ss, ok := s.(schedule.SharedStore)
 	return ss, ok
 }
 
@@ -153,38 +186,4 @@ func durableSince(s schedule.Store) (schedule.SinceStore, bool) {
 // that owes the slots after at.
 func standIn(job string, at time.Time) schedule.Record {
 	return schedule.Record{Job: job, Due: at.Round(0), Status: schedule.Skipped}
-}
-
-// Retry is the Store's, if it is a schedule.RetryStore; on any other
-// Store it returns errors.ErrUnsupported, and the job's retries keep their
-// first claim, as on a Store that is not a RetryStore.
-func (s handoverStore) Retry(ctx context.Context, r schedule.Record) error {
-	if rs, ok := s.Store.(schedule.RetryStore); ok {
-		return rs.Retry(ctx, r)
-	}
-	return errors.ErrUnsupported
-}
-
-// Note is the Store's, if it is a schedule.NoteStore; on any other Store
-// it returns errors.ErrUnsupported, and the job records the slots one by
-// one, as on a Store that is not a NoteStore.
-func (s handoverStore) Note(ctx context.Context, rs []schedule.Record) error {
-	if ns, ok := s.Store.(schedule.NoteStore); ok {
-		return ns.Note(ctx, rs)
-	}
-	return errors.ErrUnsupported
-}
-
-var (
-	_ schedule.RetryStore = handoverStore{}
-	_ schedule.NoteStore  = handoverStore{}
-)
-
-// ClaimQueued is the Store's, if it queues claims; otherwise it is Claim,
-// and the lease began no earlier than the call.
-func (s handoverLeaseStore) ClaimQueued(ctx context.Context, r schedule.Record) (time.Time, error) {
-	if q, ok := s.lease.(schedule.QueuedStore); ok {
-		return q.ClaimQueued(ctx, r)
-	}
-	return time.Time{}, s.Store.Claim(ctx, r) // the claim's own start stands
 }

@@ -15,17 +15,22 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// A downLease is a LeaseStore whose Renew always fails, as in a database
-// outage after the claim, and that has no expired claim to hand over.
+// A downLease is a SharedStore whose Renew always fails, as in a database
+// outage after the claim, and that has no expired claim to hand over. It
+// counts no run in flight: a claim left running expires.
 type downLease struct{ *schedule.MemoryStore }
 
 func (downLease) Lease() time.Duration { return 300 * time.Millisecond }
+
+func (l downLease) ClaimRun(ctx context.Context, r schedule.Record, _ schedule.Concurrency) (time.Time, error) {
+	return l.MemoryStore.ClaimRun(ctx, r, schedule.Concurrency{})
+}
 
 func (downLease) Renew(context.Context, schedule.Record) error {
 	return errors.New("connection refused")
 }
 
-func (downLease) Reclaim(context.Context, string, string) (schedule.Record, error) {
+func (downLease) Reclaim(context.Context, string, string, schedule.Concurrency) (schedule.Record, error) {
 	return schedule.Record{}, schedule.ErrNoRecord
 }
 
@@ -75,9 +80,9 @@ func TestTableRunThatGaveUpItsLeaseEnds(t *testing.T) {
 	})
 }
 
-// A handoverLease is a LeaseStore whose first Reclaim hands over an
+// A handoverLease is a SharedStore whose first Reclaim hands over an
 // expired claim of another node only once the job has started a run: the
-// job, busy, leaves the claim as it is, to expire again.
+// job, busy, gives the claim back. It counts no run in flight.
 type handoverLease struct {
 	*schedule.MemoryStore
 	busy   chan struct{} // closed by the first run
@@ -88,7 +93,20 @@ func (*handoverLease) Lease() time.Duration { return time.Second }
 
 func (*handoverLease) Renew(context.Context, schedule.Record) error { return nil }
 
-func (l *handoverLease) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+func (l *handoverLease) ClaimRun(ctx context.Context, r schedule.Record, _ schedule.Concurrency) (time.Time, error) {
+	return l.MemoryStore.ClaimRun(ctx, r, schedule.Concurrency{})
+}
+
+func (*handoverLease) Release(context.Context, schedule.Record) error { return nil }
+
+func (l *handoverLease) Expired(context.Context, int) ([]string, error) {
+	if l.handed.Load() {
+		return nil, nil
+	}
+	return []string{"t"}, nil
+}
+
+func (l *handoverLease) Reclaim(ctx context.Context, job, node string, _ schedule.Concurrency) (schedule.Record, error) {
 	if l.handed.Swap(true) {
 		return schedule.Record{}, schedule.ErrNoRecord
 	}

@@ -46,11 +46,12 @@ type Table struct {
 	last     map[string]*entry // the latest entry of each name that was removed and whose job has not stopped yet
 	draining map[*entry]bool   // removed or replaced, until their job has stopped
 	stopped  bool
-	gen      uint32         // the latest Apply's
-	bg       sync.WaitGroup // drains, and starts waiting for them; added to holding mu, while not stopped
-	follow   *follower      // the Source followed, once Follow has read it; nil if none
-	joining  bool           // a Follow is under way
-	controls uint64         // counts the Pauses and Resumes made on the Source followed
+	gen      uint32             // the latest Apply's
+	bg       sync.WaitGroup     // drains, and starts waiting for them; added to holding mu, while not stopped
+	follow   *follower          // the Source followed, once Follow has read it; nil if none
+	joining  bool               // a Follow is under way
+	controls uint64             // counts the Pauses and Resumes made on the Source followed
+	refused  map[string]refusal // the definitions the latest Apply refused, by name; nil if none
 }
 
 // An entry is a task loaded in a Table: its job and its definition. It
@@ -111,7 +112,10 @@ func (t *Table) Next(name string) (time.Time, bool) {
 
 // Stop stops every task, as schedule.Job.Stop does: no slot falls due
 // any more, the runs in flight are cancelled, also those of removed tasks,
-// and Stop waits for them to return. It ends the following of a Source
+// and Stop waits for them to return. On a schedule.SharedStore with a
+// lease (schedule/sqlstore), the runs Stop cuts short are handed over: a
+// replica that follows the same definitions takes each slot over at once.
+// Shutdown lets them finish first. Stop ends the following of a Source
 // (Follow) too, and waits for its look under way. It returns nil then, or
 // ctx.Err() if ctx is done first. Apply then returns ErrTableStopped, also
 // when a Handler that Stop cancelled calls it.
@@ -162,6 +166,56 @@ func (t *Table) Stop(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(append(errs, followed)...)
+}
+
+// Shutdown stops every task gracefully, as a process does on a deploy:
+// at once, no slot falls due and no claim is taken over any more; the runs
+// in flight, also those of removed tasks, finish until ctx is done; then
+// those left are cancelled and handed over, each as its Handler returns,
+// for a replica that follows the same definitions to take its slot over
+// at once (see schedule.ShutdownAll). It ends the following of a Source
+// too. It returns nil if every run finished before ctx was done, and
+// ctx.Err() otherwise; Apply then returns ErrTableStopped.
+func (t *Table) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	t.stopped = true
+	jobs := make([]*schedule.Job, 0, len(t.tasks)+len(t.draining))
+	for _, e := range t.tasks {
+		jobs = append(jobs, e.job)
+	}
+	for e := range t.draining {
+		jobs = append(jobs, e.job)
+	}
+	f := t.follow
+	t.mu.Unlock()
+	var followed error
+	if f != nil {
+		followed = f.stop(ctx)
+	}
+	err := schedule.ShutdownAll(ctx, jobs...)
+	// The drains of removed tasks end once their runs have: the runs have
+	// ended, or were cancelled and waited for, unless a Handler deaf to
+	// its context outlives its lease.
+	wait := ctx
+	if ctx.Err() != nil {
+		wait = context.Background()
+		if ls, ok := t.store.(schedule.SharedStore); ok && ls.Lease() > 0 {
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(wait, ls.Lease())
+			defer cancel()
+		}
+	}
+	bg := make(chan struct{})
+	go func() {
+		t.bg.Wait()
+		close(bg)
+	}()
+	select {
+	case <-bg:
+	case <-wait.Done():
+		err = errors.Join(err, wait.Err())
+	}
+	return errors.Join(err, followed)
 }
 
 // unjoin returns the errors err joins, or err alone.

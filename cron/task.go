@@ -125,6 +125,12 @@ type TaskState struct {
 	// Running counts the task's runs in flight: the calls of its Handler
 	// that have not returned.
 	Running int
+	// Refused is why the latest Apply refused the task's definition (a
+	// *TaskError naming the field: a handler this Table does not have, a
+	// zone it cannot load), or nil. The definition in force before it, if
+	// any, is Task and goes on running; a task with none is Task as
+	// defined, and does not run.
+	Refused error
 }
 
 // ErrUnknownTask is wrapped by the errors of RunNow, Pause and Resume for

@@ -108,7 +108,10 @@ func TestTaskValidate(t *testing.T) {
 			require.True(t, errors.As(err, &te), "%s: Apply: %v", name, err)
 			assert.Equal(t, c.field, te.Field, "%s: Apply: %v", name, err)
 		}
-		assert.Empty(t, tab.Tasks())
+		for _, ts := range tab.Tasks() {
+			assert.Error(t, ts.Refused, "a refused task is reported, and does not run: %+v", ts)
+			assert.Zero(t, ts.Next)
+		}
 		for name, d := range valid(now) {
 			assert.NoError(t, d.Validate(), name)
 			d.Name = name
