@@ -157,7 +157,7 @@ func TestUnreachable(t *testing.T) {
 		assert.ErrorContains(t, err, "sqlstore: finishing j")
 		assert.False(t, errors.Is(err, schedule.ErrLeaseLost))
 		assert.Error(t, s.Renew(ctx, running("j", 0, "a")))
-		_, err = s.Reclaim(ctx, "j", "a")
+		_, err = s.Reclaim(ctx, "j", "a", schedule.Concurrency{})
 		assert.Error(t, err)
 		assert.False(t, errors.Is(err, schedule.ErrNoRecord))
 		_, err = s.Last(ctx, "j")

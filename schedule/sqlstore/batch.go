@@ -41,11 +41,16 @@ type request struct {
 	queued bool        // in its queue, not yet in a batch; guarded by the batcher's mu
 	gone   bool        // withdrawn while queued; guarded by the batcher's mu
 
+	m  int64 // claim: the runs of its job in flight it allows, 0 for no limit (schedule.Concurrency.Max)
+	rp bool  // claim: if busy, ask the runs in flight to end (schedule.Concurrency.Replace)
+
 	// Set by the batch's statement, read once wake says done.
-	err    error
-	ok     bool      // claim: won; finish, renew: matched its claim
-	pruned bool      // claim: won, then withdrawn, as pruning had passed its slot
-	sent   time.Time // when the statement was sent
+	err      error
+	ok       bool      // claim: won; finish, renew: matched its claim
+	busy     bool      // claim: not won, its job's runs in flight being at m
+	replaced bool      // renew: a claim asked the run to end
+	pruned   bool      // claim: won, then withdrawn, as pruning had passed its slot
+	sent     time.Time // when the statement was sent
 }
 
 // A batch is the requests of one op sent in one statement.

@@ -33,10 +33,11 @@ func jobsSQL(d Dialect) string {
 
 // batchQueries holds the statements of batches, for a dialect and table.
 type batchQueries struct {
-	claim, pruned, finish, renew string
-	pruneWater, pruneDel         string
-	lastOf                       string
-	sinceOf, note                string
+	pruned, finish, renew string
+	claimRun, taken, ask  string
+	pruneWater, pruneDel  string
+	lastOf                string
+	sinceOf, note         string
 }
 
 // lastOfSQL returns the last record of each job of the JSON array of
@@ -55,16 +56,6 @@ CROSS JOIN LATERAL (SELECT ` + columns + ` FROM {t} WHERE job = x.j ORDER BY due
 // The batch statements, with {b} for the records of $1, {jobs} for the job
 // names of $1, and {t} and {now} as in the single statements.
 const (
-	// claimBatchSQL inserts the records whose slots have none, unless
-	// pruning passed them, and returns the slots it claimed. $2 is the
-	// lease in microseconds.
-	claimBatchSQL = `INSERT INTO {t} (` + columns + `, lease_until)
-SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a, {now} + CAST($2 AS BIGINT) FROM {b}
-WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
-ORDER BY b.j, b.d
-ON CONFLICT (job, due) DO NOTHING
-RETURNING job, due`
-
 	// prunedBatchSQL returns the slots of $1 that pruning passed (see
 	// Store.checkPruned).
 	prunedBatchSQL = `SELECT b.j, b.d FROM {b} JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d`
@@ -80,7 +71,7 @@ RETURNING job, due`
 	// matched.
 	renewBatchSQL = `UPDATE {t} SET lease_until = {now} + CAST($2 AS BIGINT)
 FROM {b} WHERE {t}.job = b.j AND {t}.due = b.d AND {t}.node = b.n AND {t}.attempt = b.a AND {t}.status = 0
-RETURNING job, due`
+RETURNING job, due, stop_asked`
 
 	// doomedManySQL is doomedSQL for every job of $1: the finished records
 	// past the counts kept ($2 succeeded, $3 others), but never a job's
@@ -88,7 +79,7 @@ RETURNING job, due`
 	doomedManySQL = `SELECT r.job, r.due FROM (
 	SELECT job, due, status, ROW_NUMBER() OVER (
 		PARTITION BY job, CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
-	FROM {t} WHERE job IN ({jobs}) AND status <> 0) r
+	FROM {t} WHERE job IN ({jobs}) AND status NOT IN (0, 6)) r
 WHERE ((r.status = 1 AND r.rn > $2) OR (r.status <> 1 AND r.rn > $3))
 	AND r.due < (SELECT MAX(m.due) FROM {t} m WHERE m.job = r.job)`
 
@@ -104,7 +95,7 @@ ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	// pruneDelBatchSQL deletes the doomed records of the jobs of $1 that
 	// their watermark has passed: a record finished since the watermark
 	// was raised stays.
-	pruneDelBatchSQL = `DELETE FROM {t} WHERE status <> 0
+	pruneDelBatchSQL = `DELETE FROM {t} WHERE status NOT IN (0, 6)
 	AND EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = {t}.job AND w.pruned_until >= {t}.due)
 	AND (job, due) IN (SELECT job, due FROM (` + doomedManySQL + `) d)`
 )
@@ -130,11 +121,13 @@ ON CONFLICT (job, due) DO NOTHING`
 )
 
 func buildBatchQueries(d Dialect, table string) batchQueries {
-	r := strings.NewReplacer("{b}", recordsSQL(d), "{jobs}", jobsSQL(d))
+	r := strings.NewReplacer("{b}", recordsSQL(d), "{c}", claimRecordsSQL(d), "{jobs}", jobsSQL(d))
 	single := buildQueries(d, table) // for its replacements of {t} and {now}, and $n on SQLite
 	q := func(s string) string { return single.rewrite(r.Replace(s)) }
 	return batchQueries{
-		claim:      q(claimBatchSQL),
+		claimRun:   q(map[Dialect]string{PostgreSQL: claimRunSQL, SQLite: claimRunBatchSQL}[d]),
+		taken:      q(takenBatchSQL),
+		ask:        q(askBatchSQL),
 		pruned:     q(prunedBatchSQL),
 		finish:     q(finishBatchSQL),
 		renew:      q(renewBatchSQL),
@@ -166,25 +159,47 @@ func appendRecords(buf []byte, rs []*request) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		w := &r.w
-		buf = append(buf, `{"j":`...)
-		buf = appendJSONString(buf, w.job)
-		buf = append(buf, `,"d":`...)
-		buf = strconv.AppendInt(buf, w.due, 10)
-		buf = append(buf, `,"r":`...)
-		buf = strconv.AppendInt(buf, w.reason, 10)
-		buf = append(buf, `,"st":`...)
-		buf = strconv.AppendInt(buf, w.status, 10)
-		buf = append(buf, `,"s":`...)
-		buf = appendNullInt(buf, w.start.Int64, w.start.Valid)
-		buf = append(buf, `,"e":`...)
-		buf = appendNullInt(buf, w.end.Int64, w.end.Valid)
-		buf = append(buf, `,"n":`...)
-		buf = appendJSONString(buf, w.node)
-		buf = append(buf, `,"x":`...)
-		buf = appendJSONString(buf, w.err)
-		buf = append(buf, `,"a":`...)
-		buf = strconv.AppendInt(buf, w.attempt, 10)
+		buf = appendRecord(buf, &r.w)
+	}
+	return append(buf, ']')
+}
+
+// appendRecord appends the JSON object of w to buf.
+func appendRecord(buf []byte, w *row) []byte {
+	buf = append(buf, `{"j":`...)
+	buf = appendJSONString(buf, w.job)
+	buf = append(buf, `,"d":`...)
+	buf = strconv.AppendInt(buf, w.due, 10)
+	buf = append(buf, `,"r":`...)
+	buf = strconv.AppendInt(buf, w.reason, 10)
+	buf = append(buf, `,"st":`...)
+	buf = strconv.AppendInt(buf, w.status, 10)
+	buf = append(buf, `,"s":`...)
+	buf = appendNullInt(buf, w.start.Int64, w.start.Valid)
+	buf = append(buf, `,"e":`...)
+	buf = appendNullInt(buf, w.end.Int64, w.end.Valid)
+	buf = append(buf, `,"n":`...)
+	buf = appendJSONString(buf, w.node)
+	buf = append(buf, `,"x":`...)
+	buf = appendJSONString(buf, w.err)
+	buf = append(buf, `,"a":`...)
+	buf = strconv.AppendInt(buf, w.attempt, 10)
+	return append(buf, '}')
+}
+
+// appendClaims appends the JSON array of the claims of rs to buf: their
+// records, and m and rp (see claimRecordsSQL).
+func appendClaims(buf []byte, rs []*request) []byte {
+	buf = append(buf, '[')
+	for i, r := range rs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendRecord(buf, &r.w)
+		buf = append(buf[:len(buf)-1], `,"m":`...) // in place of the record's '}'
+		buf = strconv.AppendInt(buf, r.m, 10)
+		buf = append(buf, `,"rp":`...)
+		buf = strconv.AppendBool(buf, r.rp)
 		buf = append(buf, '}')
 	}
 	return append(buf, ']')

@@ -95,7 +95,7 @@ func BenchmarkReclaim(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if _, err := s.Reclaim(ctx, "j", "b"); !errors.Is(err, schedule.ErrNoRecord) {
+				if _, err := s.Reclaim(ctx, "j", "b", schedule.Concurrency{}); !errors.Is(err, schedule.ErrNoRecord) {
 					b.Fatal(err)
 				}
 			}

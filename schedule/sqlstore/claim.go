@@ -11,32 +11,40 @@ import (
 // Claim records r before its run starts, with a fresh lease. It returns
 // schedule.ErrClaimed if the slot (r.Job, r.Due) already has a record, or
 // had one that pruning removed. An Attempt below 1 is recorded as 1; Renew
-// and Finish match it the same way.
-//
-// Claims of many jobs at once are sent together, a statement for up to
-// a thousand of them (see ClaimQueued). A Claim that ctx ends while it
-// waits for its statement returns ctx.Err(), and claimed nothing. Once its
-// statement is sent, ctx no longer cuts it short, for up to Lease(): a
-// statement cancelled mid-flight may have committed, and a claim whose
-// caller believes it failed would hold its slot, not run, until its lease
-// expired.
-//
-// A Claim that returns an error other than ErrClaimed may still have
-// committed (the connection broke after the commit). The next Claim of
-// that slot through the same Store adopts that claim, if it is still
-// running under the same node and attempt and the Store does not hold the
-// slot otherwise, rather than returning ErrClaimed: a catch-up of the slot
-// runs it at once, instead of a takeover once its lease expired.
+// and Finish match it the same way. Claim is ClaimRun with no
+// Concurrency.
 func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
-	_, err := s.ClaimQueued(ctx, r)
+	_, err := s.ClaimRun(ctx, r, schedule.Concurrency{})
 	return err
 }
 
-// ClaimQueued is Claim, and also returns when the claim's statement was
-// sent: its lease began no earlier. A claim may wait behind the claims of
-// other jobs when many fall due at once; a schedule.Job counts its lease
-// from this time, not from its call.
-func (s *Store) ClaimQueued(ctx context.Context, r schedule.Record) (time.Time, error) {
+// ClaimRun claims the slot of r, as Claim does, if its job has fewer than
+// c.Max runs in flight with a live lease, on any node (no limit if c.Max
+// is 0), and returns when the claim's statement was sent: its lease began
+// no earlier. It returns schedule.ErrBusy if the job has c.Max runs in
+// flight, having asked them to end with c.Replace (Renew then answers
+// their nodes schedule.ErrReplaced), but Recovered runs; see
+// schedule.SharedStore. The count and the claim are one step: on
+// PostgreSQL the claims of a job lock its row of {t}_jobs in the
+// statement, on SQLite the database's one writer does.
+//
+// Claims of many jobs at once are sent together, a statement for up to a
+// thousand of them: a claim may wait behind those of other jobs when many
+// fall due at once, and a schedule.Job counts its lease from the time
+// ClaimRun returns, not from its call. A ClaimRun that ctx ends while it
+// waits for its statement returns ctx.Err(), and claimed nothing. Once
+// its statement is sent, ctx no longer cuts it short, for up to Lease():
+// a statement cancelled mid-flight may have committed, and a claim whose
+// caller believes it failed would hold its slot, not run, until its lease
+// expired.
+//
+// A ClaimRun that returns an error other than ErrClaimed and ErrBusy may
+// still have committed (the connection broke after the commit). The next
+// claim of that slot through the same Store adopts that claim, if it is
+// still running under the same node and attempt and the Store does not
+// hold the slot otherwise, rather than returning ErrClaimed: a catch-up of
+// the slot runs it at once, instead of a takeover once its lease expired.
+func (s *Store) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
 	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
@@ -46,6 +54,9 @@ func (s *Store) ClaimQueued(ctx context.Context, r schedule.Record) (time.Time, 
 		return time.Time{}, err
 	}
 	req := newRequest(opClaim, w)
+	if r.Status == schedule.Running {
+		req.m, req.rp = int64(max(c.Max, 0)), c.Replace
+	}
 	if err := s.b.do(ctx, req); err != nil {
 		return time.Time{}, err
 	}
@@ -57,6 +68,8 @@ func (s *Store) ClaimQueued(ctx context.Context, r schedule.Record) (time.Time, 
 	case req.err != nil:
 		s.remember(w)
 		return time.Time{}, fmt.Errorf("sqlstore: claiming %s at %v: %w", r.Job, r.Due, req.err)
+	case req.busy:
+		return time.Time{}, schedule.ErrBusy
 	case !req.ok:
 		// The slot has a record: maybe an unsure claim of this Store's,
 		// which adopt hands over in a statement of its own.

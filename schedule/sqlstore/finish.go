@@ -20,6 +20,13 @@ import (
 // ctx is done: a claim left running would be taken over once its lease
 // expired, and its slot run again.
 func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
+	return s.end(ctx, r, r.Status == schedule.Released)
+}
+
+// end is Finish, and Release if released: a release that matches no
+// running claim of its node returns schedule.ErrLeaseLost, and claims
+// nothing.
+func (s *Store) end(ctx context.Context, r schedule.Record, released bool) error {
 	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
@@ -35,7 +42,7 @@ func (s *Store) Finish(ctx context.Context, r schedule.Record) error {
 	deadline := time.Now().Add(s.opts.lease)
 	pause := 20 * time.Millisecond
 	for {
-		err = s.finish(ctx, r, w)
+		err = s.finish(ctx, r, w, released)
 		if err == nil || errors.Is(err, schedule.ErrLeaseLost) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
 			break
 		}
@@ -73,8 +80,8 @@ func settle(ctx context.Context, d time.Duration) (context.Context, context.Canc
 	return c, cancel, nil
 }
 
-// finish makes one attempt at Finish.
-func (s *Store) finish(ctx context.Context, r schedule.Record, w row) error {
+// finish makes one attempt at Finish, or at Release.
+func (s *Store) finish(ctx context.Context, r schedule.Record, w row, released bool) error {
 	req := newRequest(opFinish, w)
 	if err := s.b.do(ctx, req); err != nil {
 		return err
@@ -84,6 +91,9 @@ func (s *Store) finish(ctx context.Context, r schedule.Record, w row) error {
 	}
 	if req.ok {
 		return nil
+	}
+	if released {
+		return schedule.ErrLeaseLost
 	}
 	switch err := s.Claim(ctx, r); {
 	case errors.Is(err, schedule.ErrClaimed):

@@ -35,7 +35,7 @@ func TestLongJobName(t *testing.T) {
 		require.NoError(t, s.Claim(ctx, r))
 		require.NoError(t, s.Renew(ctx, r))
 		time.Sleep(150 * time.Millisecond)
-		got, err := s.Reclaim(ctx, long, "b")
+		got, err := s.Reclaim(ctx, long, "b", schedule.Concurrency{})
 		require.NoError(t, err)
 		assert.Equal(t, long, got.Job)
 		got.Status = schedule.Succeeded
@@ -103,7 +103,7 @@ func TestZeroStore(t *testing.T) {
 			"Claim":   func() { _ = s.Claim(ctx, running("j", 0, "a")) },
 			"Finish":  func() { _ = s.Finish(ctx, schedule.Record{Job: "j", Due: slot(0), Status: schedule.Missed}) },
 			"Renew":   func() { _ = s.Renew(ctx, running("j", 0, "a")) },
-			"Reclaim": func() { _, _ = s.Reclaim(ctx, "j", "a") },
+			"Reclaim": func() { _, _ = s.Reclaim(ctx, "j", "a", schedule.Concurrency{}) },
 			"Last":    func() { _, _ = s.Last(ctx, "j") },
 			"History": func() { _, _ = s.History(ctx, "j", 1) },
 			"Prune":   func() { _, _ = s.Prune(ctx, "j") },
@@ -131,11 +131,11 @@ func TestLeaseIgnoresNodeClocks(t *testing.T) {
 			claimed := time.Now()
 			// The other node's clock, an hour off the other way, does
 			// not expire the lease early.
-			_, err := behind.Reclaim(ctx, job, "other")
+			_, err := behind.Reclaim(ctx, job, "other", schedule.Concurrency{})
 			require.ErrorIs(t, err, schedule.ErrNoRecord, "skew %v: taken over at once", skew)
 			var got schedule.Record
 			for {
-				got, err = behind.Reclaim(ctx, job, "other")
+				got, err = behind.Reclaim(ctx, job, "other", schedule.Concurrency{})
 				if err == nil {
 					break
 				}

@@ -12,8 +12,10 @@ import (
 // Renew extends the lease of r, a running record claimed by r.Node in
 // attempt r.Attempt, to Lease() from now by the database's clock. It
 // returns schedule.ErrLeaseLost if the slot has no such running claim: it
-// was taken over, finished or pruned. A lease that expired but was not
-// taken over yet is renewed.
+// was taken over, finished, released or pruned. A lease that expired but
+// was not taken over yet is renewed. It returns schedule.ErrReplaced,
+// having renewed the lease, once a claim asked the run to end
+// (OverlapReplace).
 func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 	s.mustBeMade()
 	w, err := toRow(r)
@@ -32,7 +34,21 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 		return schedule.ErrLeaseLost
 	}
 	s.hold(w)
+	if req.replaced {
+		return schedule.ErrReplaced
+	}
 	return nil
+}
+
+// Release records r, a run of r.Node at r.Attempt that its node's Stop or
+// Shutdown cut short, Released, with r's End and Err: its lease ends at
+// once, and the next Reclaim of its job takes it over. It returns
+// schedule.ErrLeaseLost if the slot has no running claim of r.Node at
+// r.Attempt. Like Finish, it tries again while the database fails, for up
+// to Lease() or until ctx is done.
+func (s *Store) Release(ctx context.Context, r schedule.Record) error {
+	r.Status = schedule.Released
+	return s.end(ctx, r, true)
 }
 
 // Retry records r, a failed attempt of the run that r.Node claimed in
@@ -69,16 +85,17 @@ func (s *Store) Retry(ctx context.Context, r schedule.Record) error {
 	return nil
 }
 
-var _ schedule.RetryStore = (*Store)(nil)
-
-// Reclaim takes over, for node, the running record of job with the oldest
-// Due whose lease has expired by the database's clock. It returns the
-// record with Node set to node, Attempt incremented, Reason Recovered,
-// Start now and a fresh lease; or schedule.ErrNoRecord if there is none.
-// Of several nodes reclaiming at once, each expired claim goes to one.
-// Like Claim, a Reclaim that has started is not cut short by ctx, for up
-// to Lease().
-func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record, error) {
+// Reclaim takes over, for node, the claim of job with the oldest Due that
+// is Released, or Running with a lease expired by the database's clock
+// (and not asked to end): it returns the record with Node set to node,
+// Attempt incremented, Reason Recovered, Start now and a fresh lease; or
+// schedule.ErrNoRecord if there is none. It takes nothing, and returns
+// schedule.ErrBusy, if the job has c.Max runs in flight with a live lease
+// (c.Max > 0). Of several nodes reclaiming at once, each claim goes to
+// one. A running claim asked to end whose lease expired is recorded
+// Canceled instead. Like Claim, a Reclaim that has started is not cut
+// short by ctx, for up to Lease().
+func (s *Store) Reclaim(ctx context.Context, job, node string, c schedule.Concurrency) (schedule.Record, error) {
 	s.mustBeMade()
 	ctx, cancel, err := settle(ctx, s.opts.lease)
 	if err != nil {
@@ -93,14 +110,22 @@ func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record,
 			return schedule.Record{}, schedule.ErrNoRecord
 		}
 	}
+	max := int64(max(c.Max, 0))
 	start := time.Now().UnixNano()
+	end := time.Now().UnixNano()
 	var w row
 	err = s.retry(ctx, func() error {
 		var err error
-		w, err = scanRow(s.queryRow(ctx, s.q.reclaim, job, node, s.opts.lease.Microseconds(), start))
+		w, err = s.reclaimOnce(ctx, job, node, max, start, end)
 		return err
 	})
 	if err == sql.ErrNoRows {
+		if max > 0 {
+			// Nothing taken: the job is busy if there was a claim to take.
+			if ok, err := s.exists(ctx, s.q.expired, job); err == nil && ok {
+				return schedule.Record{}, schedule.ErrBusy
+			}
+		}
 		return schedule.Record{}, schedule.ErrNoRecord
 	}
 	if err != nil {
@@ -110,11 +135,47 @@ func (s *Store) Reclaim(ctx context.Context, job, node string) (schedule.Record,
 	return w.record(), nil
 }
 
-// Expired returns the names of up to limit jobs that have a running claim
-// whose lease expired, by the database's clock. The schedule.Jobs of a
-// process on s look for expired claims with one call of it every quarter
-// of a lease, whatever their number: a million idle jobs cost four queries
-// a lease.
+// reclaimOnce is one attempt at Reclaim: it closes the claims of job asked
+// to end whose lease expired, and takes the oldest claim to take over, in
+// one transaction that holds the job's lock on PostgreSQL, so that two
+// nodes reclaiming two claims of the job at once count each other's.
+func (s *Store) reclaimOnce(ctx context.Context, job, node string, max, start, end int64) (row, error) {
+	lease := s.opts.lease.Microseconds()
+	if s.dialect == SQLite {
+		if _, err := s.execOnce(ctx, s.q.closeAsked, job, end, schedule.ErrReplaced.Error()); err != nil {
+			return row{}, err
+		}
+		return scanRow(s.queryRow(ctx, s.q.reclaim, job, node, lease, start, max))
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return row{}, err
+	}
+	defer tx.Rollback()
+	s.stats.statements.Add(5)
+	if max > 0 {
+		if _, err := tx.ExecContext(ctx, s.q.lockJob, job); err != nil {
+			return row{}, err
+		}
+		if _, err := tx.ExecContext(ctx, s.q.lockJobRow, job); err != nil {
+			return row{}, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.q.closeAsked, job, end, schedule.ErrReplaced.Error()); err != nil {
+		return row{}, err
+	}
+	w, err := scanRow(tx.QueryRowContext(ctx, s.q.reclaim, job, node, lease, start, max))
+	if err != nil {
+		return row{}, err
+	}
+	return w, tx.Commit()
+}
+
+// Expired returns the names of up to limit jobs that have a claim to take
+// over: Released, or Running with a lease expired by the database's clock.
+// The schedule.Jobs of a process on s look for them with one call of it
+// every quarter of a lease, whatever their number: a million idle jobs cost
+// four queries a lease.
 func (s *Store) Expired(ctx context.Context, limit int) ([]string, error) {
 	s.mustBeMade()
 	if limit <= 0 {
@@ -138,4 +199,4 @@ func (s *Store) Expired(ctx context.Context, limit int) ([]string, error) {
 	return names, nil
 }
 
-var _ schedule.ExpiredLister = (*Store)(nil)
+var _ schedule.SharedStore = (*Store)(nil)

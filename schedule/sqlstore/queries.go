@@ -16,6 +16,7 @@ type queries struct {
 	renew, reclaim, expiredJobs     string
 	pruneMark, pruneWater, pruneDel string
 	since, retry                    string
+	closeAsked, lockJob, lockJobRow string
 }
 
 const columns = "job, due, reason, status, start_ns, end_ns, node, err, attempt"
@@ -32,19 +33,21 @@ SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), CAST($3 AS SMALLINT), CAST($4 AS SM
 WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs WHERE job = $1 AND pruned_until >= $2)
 ON CONFLICT (job, due) DO NOTHING`
 
-	// expired reports whether a job has a running claim whose lease
-	// expired. SQLite runs it before reclaim, which each free replica
-	// runs at each slot: a read does not take the database's one write
-	// lock, which the other processes' claims, renewals and finishes
-	// wait for, and costs half as much (BenchmarkReclaim). Claim has no
-	// such read: with it, three replicas claiming each slot were slower
-	// (BenchmarkClaimFinish/SQLite/replicas=3).
-	expiredSQL = `SELECT EXISTS (SELECT 1 FROM {t} WHERE job = $1 AND status = 0 AND lease_until < {now})`
+	// expired reports whether a job has a claim to take over: a running
+	// claim whose lease expired, or a released one. SQLite runs it before
+	// reclaim, which each free replica runs at each slot: a read does not
+	// take the database's one write lock, which the other processes'
+	// claims, renewals and finishes wait for, and costs half as much
+	// (BenchmarkReclaim). Claim has no such read: with it, three replicas
+	// claiming each slot were slower (BenchmarkClaimFinish/SQLite/replicas=3).
+	expiredSQL = `SELECT EXISTS (SELECT 1 FROM {t} WHERE job = $1 AND status = 0 AND lease_until < {now})
+	OR EXISTS (SELECT 1 FROM {t} WHERE job = $1 AND status = 6)`
 
-	// expiredJobsSQL lists up to $1 jobs that have a running claim whose
-	// lease expired: one look for all the jobs of a Store. It reads the
-	// running rows only, through the index of them.
-	expiredJobsSQL = `SELECT DISTINCT job FROM {t} WHERE status = 0 AND lease_until < {now} LIMIT $1`
+	// expiredJobsSQL lists up to $1 jobs that have a claim to take over:
+	// one look for all the jobs of a Store. It reads the running rows and
+	// the released ones only, through their indexes.
+	expiredJobsSQL = `SELECT job FROM (SELECT job FROM {t} WHERE status = 0 AND lease_until < {now}
+	UNION SELECT job FROM {t} WHERE status = 6) x LIMIT $1`
 
 	// adopt hands a running claim ($3, $4) of a slot, whose Claim failed
 	// but may have committed, to the claim $5 to $10 (see Store.adopt).
@@ -64,18 +67,11 @@ WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4`
 	lastSQL    = `SELECT ` + columns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT 1`
 	historySQL = `SELECT ` + columns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT $2`
 
-	// renew extends the lease of the claim (node, attempt) of a running slot.
+	// renew extends the lease of the claim (node, attempt) of a running
+	// slot, and says whether a claim asked the run to end.
 	renewSQL = `UPDATE {t} SET lease_until = {now} + $5
-WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0`
-
-	// reclaim hands the oldest expired running claim of a job to a node.
-	// The outer conditions repeat the inner ones: on PostgreSQL, a row
-	// another transaction changed meanwhile is checked again as it is now.
-	reclaimSQL = `UPDATE {t} SET node = $2, attempt = attempt + 1, reason = 3, start_ns = $4, lease_until = {now} + $3
-WHERE job = $1 AND status = 0 AND lease_until < {now} AND due = (
-	SELECT due FROM {t} WHERE job = $1 AND status = 0 AND lease_until < {now}
-	ORDER BY due LIMIT 1 {skiplocked})
-RETURNING ` + columns
+WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0
+RETURNING stop_asked`
 
 	// ranked numbers a job's finished records, newest first, the
 	// succeeded and the others apart; doomed are those past the counts
@@ -83,7 +79,7 @@ RETURNING ` + columns
 	// whatever its status: Last must still find where the job stopped.
 	rankedSQL = `SELECT due, status, ROW_NUMBER() OVER (
 	PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
-FROM {t} WHERE job = $1 AND status <> 0`
+FROM {t} WHERE job = $1 AND status NOT IN (0, 6)`
 	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE ((status = 1 AND rn > $2) OR (status <> 1 AND rn > $3))
 	AND due < (SELECT MAX(due) FROM {t} WHERE job = $1)`
 
@@ -95,7 +91,7 @@ FROM {t} WHERE job = $1 AND status <> 0`
 ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	WHEN excluded.pruned_until > {t}_jobs.pruned_until THEN excluded.pruned_until
 	ELSE {t}_jobs.pruned_until END`
-	pruneDelSQL = `DELETE FROM {t} WHERE job = $1 AND status <> 0 AND due <= $4 AND due IN (` + doomedSQL + `)`
+	pruneDelSQL = `DELETE FROM {t} WHERE job = $1 AND status NOT IN (0, 6) AND due <= $4 AND due IN (` + doomedSQL + `)`
 )
 
 // The statements of schema version 2.
@@ -148,13 +144,16 @@ func (qs queries) build() queries {
 		last:        q(lastSQL),
 		history:     q(historySQL),
 		renew:       q(renewSQL),
-		reclaim:     q(reclaimSQL),
+		reclaim:     q(reclaimRunSQL),
 		expiredJobs: q(expiredJobsSQL),
 		pruneMark:   q(pruneMarkSQL),
 		pruneWater:  q(pruneWaterSQL),
 		pruneDel:    q(pruneDelSQL),
 		since:       q(sinceSQL),
 		retry:       q(retrySQL),
+		closeAsked:  q(closeAskedSQL),
+		lockJob:     q(lockJobSQL),
+		lockJobRow:  q(lockJobRowSQL),
 	}
 }
 

@@ -298,10 +298,21 @@ func TestRestart(t *testing.T) {
 
 		tl := tallyOf(c.snapshot()[before:])
 		tl.checkNoneTwice(t)
-		// The first slot run after the restart is the latest that had
-		// fallen due when the replica started.
+		// A run the stops cut short was handed over (Released): the
+		// replica started later takes it over, Recovered, once.
+		if last.Status == schedule.Released {
+			es := tl.starts[last.Due.UnixNano()]
+			if len(es) != 1 || es[0].reason != schedule.Recovered {
+				t.Errorf("the slot released at the stop, %v: runs %v, want one Recovered", last.Due.UTC(), es)
+			}
+		}
+		// The first slot run after the restart, but for what was handed
+		// over, is the latest that had fallen due when the replica started.
 		var first int64
-		for due := range tl.starts {
+		for due, es := range tl.starts {
+			if len(es) > 0 && es[0].reason == schedule.Recovered {
+				continue
+			}
 			if first == 0 || due < first {
 				first = due
 			}

@@ -94,11 +94,11 @@ func TestRetryRenewsTheLease(t *testing.T) {
 
 		require.NoError(t, s.Retry(ctx, failed(r, "boom")), "a lease expired but not taken over")
 		assert.False(t, expired(), "the retry's lease is fresh")
-		_, err := s.Reclaim(ctx, "j", "b")
+		_, err := s.Reclaim(ctx, "j", "b", schedule.Concurrency{})
 		require.ErrorIs(t, err, schedule.ErrNoRecord, "no takeover of a fresh lease")
 
 		require.Eventually(t, expired, 10*lease, 20*time.Millisecond, "the retry's lease expires")
-		rec, err := s.Reclaim(ctx, "j", "b")
+		rec, err := s.Reclaim(ctx, "j", "b", schedule.Concurrency{})
 		require.NoError(t, err)
 		assert.Equal(t, 3, rec.Attempt)
 		assert.Equal(t, schedule.Recovered, rec.Reason)

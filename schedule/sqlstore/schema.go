@@ -47,6 +47,14 @@ func (m migration) statements(d Dialect, table string) []string {
 // reasons, for people. On PostgreSQL the times of definitions are
 // timestamptz; on SQLite, text in RFC 3339, UTC, to the microsecond, fixed
 // width ("2030-01-02T03:04:05.000000Z"), so that they sort as text.
+//
+// Version 3: runs across replicas (schedule.SharedStore). stop_asked is 1
+// on a running record that a claim under OverlapReplace asked to end
+// (Renew answers schedule.ErrReplaced); status 6, Released, is a run a
+// stopping node handed over, which Reclaim takes over as an expired claim,
+// through the index {t}_released; the view names it. The rows of {t}_jobs
+// are also each job's lock for the claims that count its runs in flight,
+// on PostgreSQL.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -160,7 +168,28 @@ SELECT job,
 		|| printf('.%06dZ', (lease_until % 1000000 + 1000000) % 1000000) END AS lease_until
 FROM {t}`,
 	},
+}, {
+	all: []string{
+		`ALTER TABLE {t} ADD COLUMN stop_asked SMALLINT NOT NULL DEFAULT 0`,
+		`CREATE INDEX {t}_released ON {t} (job, due) WHERE status = 6`,
+		`DROP VIEW {t}_readable`,
+	},
+	postgres: []string{claimRunFuncSQL},
 }}
+
+func init() {
+	// Version 3's view is version 2's, with the Released status.
+	released := func(stmts []string) []string {
+		for _, s := range stmts {
+			if strings.HasPrefix(s, "CREATE VIEW") {
+				return []string{strings.Replace(s, "WHEN 5 THEN 'Missed'", "WHEN 5 THEN 'Missed' WHEN 6 THEN 'Released'", 1)}
+			}
+		}
+		panic("sqlstore: no view in schema version 2")
+	}
+	migrations[2].postgres = append(released(migrations[1].postgres), migrations[2].postgres...)
+	migrations[2].sqlite = released(migrations[1].sqlite)
+}
 
 // SchemaVersion is the version of the schema this package creates and
 // reads.

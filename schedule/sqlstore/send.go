@@ -29,7 +29,7 @@ func (s *Store) send(bt *batch) {
 	case opFinish:
 		err = s.sendMatched(ctx, bt.reqs, s.q.finish, s.bq.finish, false)
 	case opRenew:
-		err = s.sendMatched(ctx, bt.reqs, s.q.renew, s.bq.renew, true)
+		err = s.sendRenewals(ctx, bt.reqs)
 	case opPrune:
 		err = s.sendPrune(ctx, bt.reqs)
 	}
@@ -41,10 +41,12 @@ func (s *Store) send(bt *batch) {
 }
 
 // sendClaims claims the slots of rs, setting ok on those it won: the first
-// request of each slot that has no record yet. On PostgreSQL a claim that
-// raced a pruning of its slot is withdrawn (see checkPruned).
+// request of each slot that has no record yet, and whose job has fewer
+// runs in flight than its m allows; busy on those it did not win for that
+// reason alone. On PostgreSQL a claim that raced a pruning of its slot is
+// withdrawn (see checkPruned).
 func (s *Store) sendClaims(ctx context.Context, rs []*request) error {
-	if len(rs) == 1 {
+	if len(rs) == 1 && rs[0].m == 0 {
 		w := rs[0].w
 		n, err := s.exec(ctx, s.q.claim, w.job, w.due, w.reason, w.status, w.start, w.end, w.node, w.err, w.attempt,
 			s.opts.lease.Microseconds())
@@ -52,32 +54,116 @@ func (s *Store) sendClaims(ctx context.Context, rs []*request) error {
 			return err
 		}
 		rs[0].ok = n > 0
-	} else {
-		won := map[slotKey]bool{}
-		err := s.retry(ctx, func() error {
-			clear(won)
-			return s.query(ctx, s.bq.claim, func(sc *sql.Rows) error {
-				var k slotKey
-				if err := sc.Scan(&k.job, &k.due); err != nil {
-					return err
-				}
-				won[k] = true
-				return nil
-			}, string(appendRecords(nil, rs)), s.opts.lease.Microseconds())
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			k := slotKey{r.w.job, r.w.due}
-			r.ok = won[k]
-			delete(won, k) // a second request of the slot lost it to the first
-		}
+	} else if err := s.sendClaimRuns(ctx, rs); err != nil {
+		return err
 	}
 	if s.dialect == PostgreSQL {
 		return s.checkPrunedBatch(ctx, rs)
 	}
 	return nil
+}
+
+// Outcomes of a claim in a batch.
+const (
+	claimWon   = 0
+	claimTaken = 1 // the slot has a record
+	claimBusy  = 2 // the job's runs in flight are at the claim's m
+)
+
+// sendClaimRuns claims the slots of rs in one statement, counting the runs
+// in flight of the jobs whose requests set m: on PostgreSQL one call of
+// {t}_claim_run, which also tells the claims it did not win apart and asks
+// the runs in flight to end for those that say rp; on SQLite, whose one
+// writer makes the insert atomic, the insert, then a read of which slots
+// not won have a record, then, if need be, the asking.
+func (s *Store) sendClaimRuns(ctx context.Context, rs []*request) error {
+	outcome := map[slotKey]int{}
+	lease := s.opts.lease.Microseconds()
+	if s.dialect == PostgreSQL {
+		err := s.query(ctx, s.bq.claimRun, func(sc *sql.Rows) error {
+			var k slotKey
+			var o int
+			if err := sc.Scan(&k.job, &k.due, &o); err != nil {
+				return err
+			}
+			if old, ok := outcome[k]; !ok || o < old {
+				outcome[k] = o
+			}
+			return nil
+		}, string(appendClaims(nil, rs)), lease)
+		if err != nil {
+			return err
+		}
+	} else {
+		err := s.retry(ctx, func() error {
+			clear(outcome)
+			return s.query(ctx, s.bq.claimRun, func(sc *sql.Rows) error {
+				var k slotKey
+				if err := sc.Scan(&k.job, &k.due); err != nil {
+					return err
+				}
+				outcome[k] = claimWon
+				return nil
+			}, string(appendClaims(nil, rs)), lease)
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.classify(ctx, rs, outcome); err != nil {
+			return err
+		}
+	}
+	var ask []*request
+	for _, r := range rs {
+		k := slotKey{r.w.job, r.w.due}
+		switch o, ok := outcome[k]; {
+		case !ok:
+			// Never reported: as lost (a second request of the slot, on
+			// SQLite, is classified with the first).
+		case o == claimWon:
+			r.ok = true
+			outcome[k] = claimTaken // a second request of the slot lost it to the first
+		case o == claimBusy:
+			r.busy = true
+			if r.rp {
+				ask = append(ask, r)
+			}
+		}
+	}
+	if len(ask) > 0 && s.dialect == SQLite {
+		// Asked after the claims: a run in flight that ends meanwhile is
+		// no longer Running, and is not asked.
+		if _, err := s.exec(ctx, s.bq.ask, string(appendJobs(nil, ask))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classify reads which of the slots of rs that outcome does not have as
+// won have a record (claimTaken); the others are busy.
+func (s *Store) classify(ctx context.Context, rs []*request, outcome map[slotKey]int) error {
+	var lost []*request
+	for _, r := range rs {
+		k := slotKey{r.w.job, r.w.due}
+		if _, ok := outcome[k]; !ok {
+			lost = append(lost, r)
+			outcome[k] = claimBusy
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return s.retry(ctx, func() error {
+		return s.query(ctx, s.bq.taken, func(sc *sql.Rows) error {
+			var k slotKey
+			if err := sc.Scan(&k.job, &k.due); err != nil {
+				return err
+			}
+			outcome[k] = claimTaken
+			return nil
+		}, string(appendRecords(nil, lost)))
+	})
 }
 
 // checkPrunedBatch is checkPruned for the claims of rs that were won: one
@@ -184,6 +270,45 @@ func (s *Store) sendMatched(ctx context.Context, rs []*request, single, many str
 	}
 	for _, r := range rs {
 		r.ok = matched[slotKey{r.w.job, r.w.due}]
+	}
+	return nil
+}
+
+// sendRenewals extends the leases of the running claims (node, attempt)
+// of the records of rs, and sets ok on those it matched, and replaced on
+// those a claim asked to end.
+func (s *Store) sendRenewals(ctx context.Context, rs []*request) error {
+	lease := s.opts.lease.Microseconds()
+	if len(rs) == 1 {
+		w := rs[0].w
+		var asked int64
+		err := s.retry(ctx, func() error {
+			return s.queryRow(ctx, s.q.renew, w.job, w.due, w.node, w.attempt, lease).Scan(&asked)
+		})
+		if err == sql.ErrNoRows {
+			return nil
+		}
+		rs[0].ok, rs[0].replaced = err == nil, asked != 0
+		return err
+	}
+	matched := map[slotKey]bool{}
+	err := s.retry(ctx, func() error {
+		clear(matched)
+		return s.query(ctx, s.bq.renew, func(sc *sql.Rows) error {
+			var k slotKey
+			var asked int64
+			if err := sc.Scan(&k.job, &k.due, &asked); err != nil {
+				return err
+			}
+			matched[k] = asked != 0
+			return nil
+		}, string(appendRecords(nil, rs)), lease)
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		r.replaced, r.ok = matched[slotKey{r.w.job, r.w.due}]
 	}
 	return nil
 }

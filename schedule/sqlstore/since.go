@@ -36,8 +36,6 @@ func (s *Store) Since(ctx context.Context, job string, t time.Time) (time.Time, 
 	return time.Unix(0, since), nil
 }
 
-var _ schedule.SinceStore = (*Store)(nil)
-
 // SinceOf is Since for each job of jobs, with its time, in a statement per
 // thousand jobs: schedule.StartAll calls it for the jobs that have no
 // record. Each time must be one Since takes.
@@ -78,7 +76,7 @@ func (s *Store) SinceOf(ctx context.Context, jobs map[string]time.Time) (map[str
 }
 
 // Note records each of rs, the finished record of a slot that did not run
-// (a Missed slot: schedule.NoteStore), unless its slot has a record
+// (Missed, or Skipped by the overlap policy), unless its slot has a record
 // already or pruning passed it, in a statement per thousand records.
 func (s *Store) Note(ctx context.Context, rs []schedule.Record) error {
 	s.mustBeMade()
@@ -103,5 +101,3 @@ func (s *Store) Note(ctx context.Context, rs []schedule.Record) error {
 	}
 	return nil
 }
-
-var _ schedule.NoteStore = (*Store)(nil)

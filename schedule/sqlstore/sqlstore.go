@@ -122,7 +122,7 @@ type unsureClaim struct {
 // slot then waits for its lease to expire and a takeover).
 const maxUnsure = 1024
 
-var _ schedule.LeaseStore = (*Store)(nil)
+var _ schedule.SharedStore = (*Store)(nil)
 
 // New returns a Store on db, creating its tables, or migrating them to
 // this package's schema version, if needed. Several processes may call New

@@ -68,7 +68,7 @@ func toRow(r schedule.Record) (row, error) {
 	if !isText(r.Node) {
 		return row{}, fmt.Errorf("sqlstore: Record.Node %q is not UTF-8 text without NUL", r.Node)
 	}
-	if r.Status > schedule.Missed {
+	if r.Status > schedule.Released {
 		return row{}, fmt.Errorf("sqlstore: Record.Status %d is unknown", r.Status)
 	}
 	if r.Reason > schedule.Recovered {

@@ -151,12 +151,12 @@ func TestLeaseTakeover(t *testing.T) {
 		sb := newStore(t, b, dsn, sqlstore.WithLease(lease))
 		assert.Equal(t, lease, sb.Lease())
 
-		_, err := sb.Reclaim(ctx, "j", "b")
+		_, err := sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
 		require.ErrorIs(t, err, schedule.ErrNoRecord, "nothing claimed")
 		r := running("j", 0, "a")
 		require.NoError(t, sa.Claim(ctx, r))
 		renewed := time.Now()
-		_, err = sb.Reclaim(ctx, "j", "b")
+		_, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
 		require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease is fresh")
 
 		// Renewing keeps the slot for longer than one lease.
@@ -164,7 +164,7 @@ func TestLeaseTakeover(t *testing.T) {
 			time.Sleep(lease / 3)
 			require.NoError(t, sa.Renew(ctx, r))
 			renewed = time.Now()
-			_, err = sb.Reclaim(ctx, "j", "b")
+			_, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
 			require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease was renewed")
 		}
 
@@ -172,7 +172,7 @@ func TestLeaseTakeover(t *testing.T) {
 		var got schedule.Record
 		deadline := time.Now().Add(10 * lease)
 		for {
-			got, err = sb.Reclaim(ctx, "j", "b")
+			got, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
 			if err == nil {
 				break
 			}
@@ -189,7 +189,7 @@ func TestLeaseTakeover(t *testing.T) {
 		assert.Equal(t, schedule.Recovered, got.Reason)
 		assert.Equal(t, schedule.Running, got.Status)
 
-		_, err = sa.Reclaim(ctx, "j", "a")
+		_, err = sa.Reclaim(ctx, "j", "a", schedule.Concurrency{})
 		require.ErrorIs(t, err, schedule.ErrNoRecord, "the new claim has a fresh lease")
 		require.ErrorIs(t, sa.Renew(ctx, r), schedule.ErrLeaseLost)
 		r.Status = schedule.Succeeded
@@ -232,7 +232,7 @@ func TestReclaimRace(t *testing.T) {
 			wg.Go(func() {
 				var prev time.Time
 				for {
-					r, err := stores[w%3].Reclaim(ctx, "j", fmt.Sprint(w))
+					r, err := stores[w%3].Reclaim(ctx, "j", fmt.Sprint(w), schedule.Concurrency{})
 					if errors.Is(err, schedule.ErrNoRecord) {
 						return
 					}
@@ -420,7 +420,7 @@ func TestClaimOutlivesCancel(t *testing.T) {
 		assert.Equal(t, "a", last.Node)
 
 		require.ErrorIs(t, s.Claim(cctx, running("j", 1, "a")), context.Canceled, "a Claim whose context is done does not start")
-		_, err = s.Reclaim(cctx, "j", "a")
+		_, err = s.Reclaim(cctx, "j", "a", schedule.Concurrency{})
 		require.ErrorIs(t, err, context.Canceled)
 	})
 }
