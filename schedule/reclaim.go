@@ -16,10 +16,11 @@ const expiredLimit = 1000
 // SharedStore in this process, and offers each name the store lists to a
 // job of that name, which takes the claims over if it is free
 // (Job.offer). It looks when its first job starts, soon after another
-// does, every Lease()/4 while it has jobs, and at once when a job of the
-// process releases a claim: one Trigger per store, on the runtime's
-// timers, not a timer per job. A store without a lease (MemoryStore) is
-// looked at only at starts and releases: its claims never expire.
+// does, every quarter lease while it has jobs (lookEvery), and at once when
+// a job of the process releases a claim: one Trigger per store, on the
+// runtime's timers, not a timer per job. A store without a lease
+// (MemoryStore) is looked at only at starts and releases: its claims never
+// expire.
 type reclaimer struct {
 	ls    SharedStore
 	every time.Duration
@@ -176,7 +177,7 @@ func (j *Job) delist() *circulation.Trigger {
 
 func newReclaimer(ls SharedStore) *reclaimer {
 	ls = inner(ls)
-	r := &reclaimer{ls: ls, every: max(ls.Lease()/4, 0), jobs: map[string][]*Job{}}
+	r := &reclaimer{ls: ls, every: lookEvery(ls.Lease()), jobs: map[string][]*Job{}}
 	r.t = circulation.Bind(nil, r.look)
 	return r
 }
@@ -205,6 +206,15 @@ func (r *reclaimer) look(ctx context.Context) (time.Duration, bool) {
 		}
 	}
 	return r.every, r.every > 0
+}
+
+// lookEvery returns how often the jobs of a process on a store with a
+// lease look for claims to take over: every quarter of a lease, so that an
+// expired claim, or one a stopping node released, waits a quarter lease at
+// most. A store without a lease is looked at only when its jobs start and
+// release: its claims never expire.
+func lookEvery(lease time.Duration) time.Duration {
+	return max(lease/4, 0)
 }
 
 // kick makes the reclaimer of ls in this process, if it has one, look at

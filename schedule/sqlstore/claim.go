@@ -54,7 +54,7 @@ func (s *Store) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Conc
 		return time.Time{}, err
 	}
 	req := newRequest(opClaim, w)
-	if r.Status == schedule.Running {
+	if r.Status == schedule.Running && testMutant != mutantLocalOverlap {
 		req.m, req.rp = int64(max(c.Max, 0)), c.Replace
 	}
 	if err := s.b.do(ctx, req); err != nil {

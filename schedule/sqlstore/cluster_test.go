@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -29,17 +30,24 @@ type replicaConfig struct {
 	Slow    string // the node whose runs all last SlowRun
 	SlowRun time.Duration
 	Grace   time.Duration // WithGrace, if not zero
+
+	Overlap     string        // the overlap policy, as a Task names it; OverlapAllow if empty
+	MaxParallel int           // WithMaxParallel
+	Shutdown    time.Duration // at the end, Shutdown with this much grace, if not zero; Stop otherwise
+	Mutant      string        // a name of sqlstore.Mutants: the replicas run a broken store
 }
 
 const replicaJob = "r"
 
 // replica runs the job replicaJob on the Store the environment names, with
-// OverlapAllow, until its standard input closes; then it stops the job and
-// exits. It prints a line for each event, with its wall-clock time:
+// OverlapAllow unless the config says otherwise, until its standard input
+// closes; then it stops the job (or shuts it down) and exits. It prints a
+// line for each event, with its wall-clock time:
 //
 //	<unixnano> ready
 //	<unixnano> start <due> <reason>       the Func started
-//	<unixnano> end <due> <reason>         the Func returned
+//	<unixnano> end <due> <reason>         the Func returned, its work done
+//	<unixnano> quit <due> <reason>        the Func returned, cancelled
 //	<unixnano> rec <due> <status> <reason> <attempt>   the Observer saw a Record
 //
 // Each line is one write of under 4 KiB to a pipe, whole even if the
@@ -71,14 +79,24 @@ func replica() error {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+			say("quit %d %d", r.Due.UnixNano(), r.Reason)
 			return context.Cause(ctx)
 		}
 		say("end %d %d", r.Due.UnixNano(), r.Reason)
 		return nil
 	}
+	overlap := schedule.OverlapAllow
+	if c.Overlap != "" {
+		o, ok := map[string]schedule.Overlap{"skip": schedule.OverlapSkip, "buffer-one": schedule.OverlapBufferOne,
+			"replace": schedule.OverlapReplace, "allow": schedule.OverlapAllow}[c.Overlap]
+		if !ok {
+			return fmt.Errorf("unknown overlap %q", c.Overlap)
+		}
+		overlap = o
+	}
 	opts := []schedule.Option{
 		schedule.WithStore(s), schedule.WithNode(os.Getenv(envNode)),
-		schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMisfire(c.Misfire),
+		schedule.WithOverlap(overlap), schedule.WithMaxParallel(c.MaxParallel), schedule.WithMisfire(c.Misfire),
 		schedule.WithObserver(func(r schedule.Record) {
 			say("rec %d %d %d %d", r.Due.UnixNano(), r.Status, r.Reason, r.Attempt)
 			if r.Err != "" {
@@ -95,6 +113,14 @@ func replica() error {
 	}
 	say("ready")
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	if c.Shutdown > 0 {
+		grace, cancel := context.WithTimeout(context.Background(), c.Shutdown)
+		defer cancel()
+		if err := j.Shutdown(grace); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return nil
+	}
 	stop, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return j.Stop(stop)
@@ -104,7 +130,7 @@ func replica() error {
 type event struct {
 	at     time.Time
 	node   string
-	kind   string // ready, start, end, rec
+	kind   string // ready, start, end, quit, rec
 	due    int64
 	status schedule.Status
 	reason schedule.Reason
@@ -200,7 +226,8 @@ func (c *cluster) start(node string) *replicaProc {
 	t := c.t
 	t.Helper()
 	arg, _ := json.Marshal(c.cfg)
-	env := []string{envDriver + "=" + c.b.driver, envDSN + "=" + c.dsn, envTable + "=" + c.table, envArg + "=" + string(arg)}
+	env := []string{envDriver + "=" + c.b.driver, envDSN + "=" + c.dsn, envTable + "=" + c.table, envArg + "=" + string(arg),
+		envMutant + "=" + c.cfg.Mutant}
 	p := startProc(t, "replica", node, env, 30*time.Second, func(line string) bool {
 		e, err := parseEvent(node, line)
 		if err != nil {
@@ -237,7 +264,7 @@ func parseEvent(node, line string) (event, error) {
 	e := event{at: time.Unix(0, n[0]), node: node, kind: f[1]}
 	switch {
 	case e.kind == "ready" && len(n) == 1:
-	case (e.kind == "start" || e.kind == "end") && len(n) == 3:
+	case (e.kind == "start" || e.kind == "end" || e.kind == "quit") && len(n) == 3:
 		e.due, e.reason = n[1], schedule.Reason(n[2])
 	case e.kind == "rec" && len(n) == 5:
 		e.due, e.status, e.reason, e.try = n[1], schedule.Status(n[2]), schedule.Reason(n[3]), int(n[4])

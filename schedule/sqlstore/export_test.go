@@ -18,3 +18,15 @@ func SetNewTimeout(d time.Duration) (restore func()) {
 func NewAtVersion(ctx context.Context, db *sql.DB, d Dialect, version int, opts ...Option) (*Store, error) {
 	return newAt(ctx, db, d, version, opts...)
 }
+
+// Mutants are the mistakes the tests across replicas must catch, by name.
+var Mutants = map[string]uint8{
+	"overlap per replica":      mutantLocalOverlap,
+	"release records Canceled": mutantNoRelease,
+}
+
+// SetMutant breaks the store with mutant m until restore is called.
+func SetMutant(m uint8) (restore func()) {
+	testMutant = m
+	return func() { testMutant = mutantNone }
+}

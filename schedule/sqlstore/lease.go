@@ -48,6 +48,9 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 // to Lease() or until ctx is done.
 func (s *Store) Release(ctx context.Context, r schedule.Record) error {
 	r.Status = schedule.Released
+	if testMutant == mutantNoRelease {
+		r.Status = schedule.Canceled
+	}
 	return s.end(ctx, r, true)
 }
 

@@ -14,6 +14,7 @@ type options struct {
 	succeeded int // Succeeded records kept per job
 	failed    int // other finished records kept per job
 	runs      int // WithRunLimit's
+	handlers  map[string]bool // WithHandlers': the handlers a definition may name; nil for any
 }
 
 func defaultOptions() options {
@@ -102,4 +103,19 @@ const DefaultRunLimit = 4096
 // wait for a connection each.
 func WithRunLimit(n int) Option {
 	return optionFunc(func(o *options) { o.runs = n })
+}
+
+// WithHandlers makes the Store's Definitions refuse a definition whose
+// Handler is none of names, with a *cron.TaskError naming the field, in
+// Create and Update: the names of the handlers of the service's
+// cron.Tables, so that a user's typo is refused where it is typed rather
+// than by every replica that loads it. Without it, any handler name is
+// saved; a Table refuses one it does not have (see cron.TaskState.Refused).
+func WithHandlers(names ...string) Option {
+	return optionFunc(func(o *options) {
+		o.handlers = make(map[string]bool, len(names))
+		for _, n := range names {
+			o.handlers[n] = true
+		}
+	})
 }

@@ -26,9 +26,13 @@ const (
 	envTable  = "SQLSTORE_HELPER_TABLE"
 	envNode   = "SQLSTORE_HELPER_NODE"
 	envArg    = "SQLSTORE_HELPER_ARG"
+	envMutant = "SQLSTORE_HELPER_MUTANT" // a name of sqlstore.Mutants: the helper runs a broken store
 )
 
 func helperMain(role string) int {
+	if m := os.Getenv(envMutant); m != "" {
+		sqlstore.SetMutant(sqlstore.Mutants[m])
+	}
 	var err error
 	switch role {
 	case "claimer":
@@ -39,6 +43,8 @@ func helperMain(role string) int {
 		err = herdReplica()
 	case "follower":
 		err = follower()
+	case "deploy":
+		err = deploy()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/circulation-go/circulation/cron"
@@ -62,6 +63,13 @@ func (d *Definitions) args(t cron.Task) ([]any, error) {
 	}
 	if err := d.s.CheckJob(t.Name); err != nil {
 		return fail("name", err)
+	}
+	if hs := d.s.opts.handlers; hs != nil && !hs[t.Handler] {
+		h := t.Handler
+		if len(h) > 64 {
+			h = strings.ToValidUTF8(h[:64], "") + "..."
+		}
+		return fail("handler", fmt.Errorf("no handler %q", h))
 	}
 	for _, f := range [...]struct{ field, v string }{
 		{"handler", t.Handler}, {"businessId", t.BusinessID}, {"spec", t.Spec}, {"zone", t.Zone},
