@@ -11,9 +11,9 @@ type Option interface{ apply(*options) }
 type options struct {
 	table     string
 	lease     time.Duration
-	succeeded int // Succeeded records kept per job
-	failed    int // other finished records kept per job
-	runs      int // WithRunLimit's
+	succeeded int             // Succeeded records kept per job
+	failed    int             // other finished records kept per job
+	runs      int             // WithRunLimit's
 	handlers  map[string]bool // WithHandlers': the handlers a definition may name; nil for any
 }
 
