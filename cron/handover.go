@@ -17,7 +17,7 @@ import (
 // says, without a config of its own for each job: a million jobs share a
 // few (schedule.Preset). That covers a job that replaces another, which
 // starts only once that one has stopped: a slot that fell due meanwhile
-// was neither's, and is owed. On a schedule.SinceStore, the time is
+// was neither's, and is owed. On a schedule.SharedStore, the time is
 // recorded there, and the earliest recorded taken, so that it survives a
 // restart. The result is a SharedStore if t.store is one.
 func handover(t *Table) schedule.Store {

@@ -42,7 +42,7 @@ type rare struct {
 	gapSched  Schedule               // the schedule at gap
 	gapPause  time.Duration          // the latest pause of recover
 	recover   *circulation.Trigger   // reads the store again after a Start whose Last failed (recoverStart)
-	reclaimer *reclaimer             // a LeaseStore that cannot be a map key: the job's own look for expired claims, while started
+	reclaimer *reclaimer             // a SharedStore that cannot be a map key: the job's own look for claims to take over, while started
 	hung      []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
 	waiting   []*waiting             // runners waiting for their turn in the job's RunLimit
 	catchUps  []time.Time            // the owed slots being caught up now
@@ -71,12 +71,12 @@ type flight struct {
 	waiting   bool // not claimed yet: its job's runs in flight on other nodes are at the limit (OverlapBufferOne, OverlapReplace)
 }
 
-// A pending run is one a runner will start: a slot, or a claim a LeaseStore
+// A pending run is one a runner will start: a slot, or a claim a SharedStore
 // handed over. It is small, and held by pointer past the runner's frame,
 // so that a run seldom grows its goroutine's stack before the Func does.
 type pending struct {
 	run      Run
-	claim    *handover // a claim a LeaseStore handed over, or nil: the runner claims the slot
+	claim    *handover // a claim a SharedStore handed over, or nil: the runner claims the slot
 	start    time.Time // once claimed: when the run started (Record.Start)
 	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
 	inline   bool      // a catch-up run inside another run's: its outcome reaches the Observer at once
@@ -93,7 +93,8 @@ type ended struct {
 	msg    string
 }
 
-// A handover is an expired claim a LeaseStore handed over to the job.
+// A handover is a claim, expired or released, that a SharedStore handed
+// over to the job.
 type handover struct {
 	rec   Record    // as Reclaim returned it
 	since time.Time // when Reclaim was called, the latest the store can have started its lease

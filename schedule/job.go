@@ -10,14 +10,18 @@ import (
 )
 
 // Func runs one slot of a job. Its context is cancelled when the job is
-// stopped, when the run is replaced (OverlapReplace), when it times out
-// (WithTimeout), and on a LeaseStore when its lease is lost
+// stopped (Stop, Shutdown, Cancel), when the run is replaced
+// (OverlapReplace, ErrReplaced, here or on another node), when it times
+// out (WithTimeout), and on a SharedStore when its lease is lost
 // (ErrLeaseLost) or could not be renewed for a full Lease()
 // (ErrLeaseNotRenewed); context.Cause says which. A nil error makes the
-// run Succeeded, an error or a panic Failed. A Func that calls
-// runtime.Goexit leaves its run without an outcome: its record stays
-// Running, and on a LeaseStore its lease is no longer renewed, so that a
-// replica takes the slot over once it expires.
+// run Succeeded, an error or a panic Failed; a run that a stopping job cut
+// short is Released on a SharedStore (see Stop), unless its Func returned
+// nil. A Func that calls runtime.Goexit leaves its run without an outcome:
+// its record stays Running, and on a SharedStore with a lease its lease is
+// no longer renewed, so that a replica takes the slot over once it
+// expires; on a SharedStore without one, whose claims never expire, the
+// run is Failed.
 type Func func(ctx context.Context, r Run) error
 
 // A Run is one execution of a job, identified by (Job, Due).

@@ -279,7 +279,7 @@ func (c *config) concurrency() Concurrency {
 // unnoticed. If s panics in AfterFunc (a stopped wheel.Wheel), the job
 // arms nothing: its Next is zero, and Start, Resume and SetSchedule pass
 // the panic on to their caller; Stop still returns. The renewal of a
-// run's lease on a LeaseStore uses the runtime's timers, so that a lease
+// run's lease on a SharedStore uses the runtime's timers, so that a lease
 // is renewed, or given up, on time whatever s does.
 func WithScheduler(s circulation.Scheduler) Option {
 	return optionFunc(func(c *config) { c.sched = s })
@@ -321,9 +321,11 @@ func WithNode(id string) Option {
 }
 
 // WithObserver makes the job pass every Record it completes to f: each run
-// once it has ended (Succeeded, Failed, Canceled), and each slot that did
-// not run (Skipped, Missed). A slot another replica claimed first does not
-// reach f: it is that replica's. A run given up because its lease could not
+// once it has ended (Succeeded, Failed, Canceled, Released), and each slot
+// that did not run (Skipped, Missed). A slot another replica claimed first
+// does not reach f: it is that replica's. A slot that each of several
+// replicas skipped, its job being busy, reaches the Observer of each, and
+// the store once. A run given up because its lease could not
 // be renewed reaches f as Canceled, but its record stays Running in the
 // store, for another node to take the slot over. A run's Record reaches f
 // once the run no longer counts as in flight, so that a RunNow from f, a

@@ -32,8 +32,8 @@ type renewal struct {
 	giveUp context.CancelFunc      // gone's
 
 	mu       sync.Mutex
-	rec      Record      // the claim renewed: the run's, then its latest attempt's on a RetryStore
-	retrying bool        // a RetryStore's Retry is claiming the next attempt
+	rec      Record      // the claim renewed: the run's, then its latest attempt's (Retry)
+	retrying bool        // the store's Retry is claiming the next attempt
 	deadline time.Time   // when the lease may expire, by the wall clock
 	last     error       // of the latest failed Renew
 	inflight bool        // a Renew is under way

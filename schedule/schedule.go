@@ -16,6 +16,21 @@
 // exactly once. Run times are read from the wall clock, so a slot runs at
 // its due time whatever the monotonic clock did meanwhile.
 //
+// A Store is where Jobs of one name agree on who runs a slot, and where
+// each slot's fate is kept: Claim, Finish, Last and History. A Store that
+// only does that keeps each slot once, and nothing more. Replicas that
+// act as one scheduler need a SharedStore: each claim holds a lease that
+// the Job renews, and a node that dies mid-run has its slot taken over;
+// the overlap policy counts the job's runs in flight on every node, in the
+// same atomic step as the claim; a Job that stops (Stop, Shutdown) hands
+// the runs it cuts short over to another node at once; and the slots that
+// did not run, the attempts of retried runs and since when each job is
+// scheduled are recorded too. MemoryStore is a SharedStore for the Jobs of
+// one process; schedule/sqlstore's Store, for replicas on SQLite or
+// PostgreSQL. Two optional interfaces make a Store faster, not different:
+// LastReader reads the last records of many jobs in one call, and
+// JobChecker refuses at Start a name the store cannot hold.
+//
 // A Job waits for its next slot on one timer of its Scheduler (default
 // circulation.RuntimeScheduler; a wheel.Wheel holds millions of idle jobs),
 // armed for the whole wait. One watch per Scheduler, a circulation.Trigger
@@ -49,7 +64,7 @@ const (
 	Scheduled Reason = iota // its slot fell due
 	CatchUp                 // its slot was missed and the Misfire policy runs it late
 	Manual                  // RunNow
-	Recovered               // its node died mid-run and another took the slot over (LeaseStore)
+	Recovered               // its node died mid-run, or stopped and handed it over, and another took the slot over (SharedStore)
 )
 
 var reasonNames = [...]string{"Scheduled", "CatchUp", "Manual", "Recovered"}

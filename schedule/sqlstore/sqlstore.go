@@ -1,7 +1,7 @@
 // Package sqlstore keeps the execution records of package schedule in a SQL
 // database: SQLite on one machine, PostgreSQL for replicas on many.
 //
-// A Store is a schedule.LeaseStore on a *sql.DB the caller opens with the
+// A Store is a schedule.SharedStore on a *sql.DB the caller opens with the
 // driver of its choice (modernc.org/sqlite, pgx's stdlib):
 //
 //	db, err := sql.Open("sqlite", sqlstore.SQLiteDSN("jobs.db"))
@@ -13,13 +13,15 @@
 //
 // A slot is claimed by inserting the row (job, due), the table's primary
 // key, with ON CONFLICT DO NOTHING: of all the Jobs with the same name on
-// one database, in one process or many, exactly one claims each slot. A
-// claim holds a lease that the Job renews while the run is in flight; when
-// the lease expires, by the database's clock, because the claiming node
-// died, another node takes the slot over with Reclaim. A Store is also a
-// schedule.SinceStore (since when each job is scheduled) and a
-// schedule.RetryStore (each retry of a slot is a new attempt of its claim,
-// fenced like a takeover).
+// one database, in one process or many, exactly one claims each slot. The
+// same statement counts the job's runs in flight on every replica, so
+// that its overlap policy holds for the job, not the process. A claim
+// holds a lease that the Job renews while the run is in flight; when the
+// lease expires, by the database's clock, because the claiming node died,
+// another node takes the slot over with Reclaim, and a node that stops
+// hands its runs over at once (Release). Each retry of a slot is a new
+// attempt of its claim, fenced like a takeover; the slots that did not run
+// are recorded, and so is since when each job is scheduled.
 //
 // Beside the run records, a Store keeps task definitions (Definitions), a
 // cron.Source that the cron.Tables of every replica follow:
@@ -76,7 +78,7 @@ func (d Dialect) String() string {
 var ErrSchemaTooNew = errors.New("sqlstore: schema newer than this package")
 
 // A Store keeps execution records in a table of a SQL database. It
-// implements schedule.LeaseStore. A Store is safe for concurrent use, as
+// implements schedule.SharedStore. A Store is safe for concurrent use, as
 // are several Stores, in one process or many, on one database and table.
 // The zero value is not usable: call New.
 type Store struct {
