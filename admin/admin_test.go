@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -414,4 +415,37 @@ func readAll(t *testing.T, res *http.Response) string {
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// A task whose definition the Table refused (a handler it does not have)
+// is on the list and on its page, refused, with why, escaped; a task whose
+// new definition was refused shows that its previous one runs.
+func TestRefusedTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		typo := cron.Task{Name: "typo-task", Handler: `tikc<i>`, Spec: "0 9 * * *", Permanent: true}
+		f := newFixture(t, nil, task("good"), typo)
+		defer f.stop()
+		list := f.get("/jobs/")
+		require.Equal(t, 200, list.status)
+		assert.Contains(t, list.body, "typo-task")
+		assert.Contains(t, list.body, `<span class="badge refused">refused</span>`)
+		assert.Contains(t, list.body, `handler: no handler &#34;tikc&lt;i&gt;&#34;`)
+		assert.NotContains(t, list.body, "<i>")
+		page := f.get("/jobs/task?name=typo-task")
+		require.Equal(t, 200, page.status)
+		assert.Contains(t, page.body, "it does not run")
+		assert.NotContains(t, page.body, "not loaded yet")
+
+		bad := task("good")
+		bad.Handler = "nope"
+		f.defs.set(bad)
+		time.Sleep(2 * time.Second) // the Table's next looks
+		page = f.get("/jobs/task?name=good")
+		assert.Contains(t, page.body, "its previous definition runs")
+		var api struct {
+			Refused string `json:"refused"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(f.get("/jobs/api/task?name=good").body), &api))
+		assert.Contains(t, api.Refused, `no handler "nope"`)
+	})
 }

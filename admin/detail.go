@@ -59,7 +59,8 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 			}
 			var st *cron.TaskState
 			if len(ts) == 1 {
-				st, d.Loaded = &ts[0], true
+				st = &ts[0]
+				_, d.Loaded = h.o.Table.Next(name) // not a task whose only definition was refused
 			} else if st = h.unloaded(r, name); st == nil {
 				h.fail(w, r, api, http.StatusNotFound, "There is no such task.")
 				return

@@ -198,7 +198,8 @@ type row struct {
 	Paused      bool      `json:"paused"`
 	Handler     string    `json:"handler,omitempty"`
 	BusinessID  string    `json:"businessId,omitempty"`
-	URL         string    `json:"-"` // of its page, relative
+	Refused     string    `json:"refused,omitempty"` // why the Table refused the task's latest definition
+	URL         string    `json:"-"`                 // of its page, relative
 	loc         *time.Location
 }
 
@@ -207,6 +208,9 @@ func (h *handler) taskRow(s *cron.TaskState) row {
 	t := &s.Task
 	r := row{Kind: kindTask, Name: t.Name, Spec: t.Spec, Handler: t.Handler, BusinessID: t.BusinessID,
 		Paused: t.Paused, Running: s.Running, Next: s.Next, loc: zoneOf(t.Spec, t.Zone, h.o.Location)}
+	if s.Refused != nil {
+		r.Refused = s.Refused.Error()
+	}
 	h.finishRow(&r, s.Last)
 	return r
 }
