@@ -136,7 +136,12 @@ func nodeOf(j *schedule.Job, js []*schedule.Job) string {
 // per process), and those of the hand-over see no slot taken over when a
 // stopping Job cancels its runs.
 func TestClusterMutants(t *testing.T) {
+	// Under the mutant, a Job's own Skipped record of a slot may reach the
+	// store before another Job claims it, and keep it from running: which
+	// comes first is the goroutines' order, so the scenarios run long
+	// enough for several such slots, and one overlap of any is the proof.
 	restore := schedule.SetMutant(schedule.ClusterMutants["the overlap policy per process"])
+	most := 0
 	for _, tc := range []struct {
 		name string
 		opts []schedule.Option
@@ -145,9 +150,11 @@ func TestClusterMutants(t *testing.T) {
 		{"OverlapBufferOne", []schedule.Option{schedule.WithOverlap(schedule.OverlapBufferOne)}},
 		{"MaxParallel(1)", []schedule.Option{schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMaxParallel(1)}},
 	} {
-		maxRun, _, _ := overlapScenario(t, 2500*time.Millisecond, 5500*time.Millisecond, tc.opts...)
-		assert.Greater(t, maxRun, 1, "%s: the Jobs never run at once", tc.name)
+		maxRun, _, _ := overlapScenario(t, 2500*time.Millisecond, 15500*time.Millisecond, tc.opts...)
+		t.Logf("%s, the policy per process: %d runs at once at most", tc.name, maxRun)
+		most = max(most, maxRun)
 	}
+	assert.Greater(t, most, 1, "the Jobs never ran at once")
 	restore()
 	restore = schedule.SetMutant(schedule.ClusterMutants["a stopping job cancels, not hands over"])
 	defer restore()

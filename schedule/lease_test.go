@@ -34,9 +34,10 @@ type leaseStore struct {
 }
 
 type lease struct {
-	node  string
-	until time.Time
-	rec   schedule.Record // as claimed or reclaimed
+	node     string
+	until    time.Time
+	rec      schedule.Record // as claimed or reclaimed
+	released bool
 }
 
 func newLeaseStore(d time.Duration) *leaseStore { return newLeaseStoreKeep(d, 100) }
@@ -66,15 +67,15 @@ func (s *leaseStore) ClaimRun(ctx context.Context, r schedule.Record, c schedule
 		}
 	}
 	if c.Max > 0 && r.Status == schedule.Running {
-		var live []time.Time
+		var live []time.Time // in flight, or released and waiting to be taken over
 		for due, l := range s.leases {
-			if l.rec.Job == r.Job && !time.Now().After(l.until) {
+			if l.rec.Job == r.Job && (!time.Now().After(l.until) || l.released) {
 				live = append(live, due)
 			}
 		}
 		if len(live) >= c.Max {
 			for _, due := range live {
-				if c.Replace && s.leases[due].rec.Reason != schedule.Recovered {
+				if l := s.leases[due]; c.Replace && l.rec.Reason != schedule.Recovered && !time.Now().After(l.until) {
 					if s.asked == nil {
 						s.asked = map[time.Time]bool{}
 					}
@@ -88,7 +89,7 @@ func (s *leaseStore) ClaimRun(ctx context.Context, r schedule.Record, c schedule
 		return time.Time{}, err
 	}
 	if r.Status == schedule.Running {
-		s.leases[r.Due] = lease{r.Node, time.Now().Add(s.lease), r}
+		s.leases[r.Due] = lease{node: r.Node, until: time.Now().Add(s.lease), rec: r}
 	}
 	return sent, nil
 }
@@ -137,7 +138,7 @@ func (s *leaseStore) Release(ctx context.Context, r schedule.Record) error {
 	if !ok || l.node != r.Node {
 		return schedule.ErrLeaseLost
 	}
-	l.until = time.Time{}
+	l.until, l.released = time.Time{}, true
 	s.leases[r.Due] = l
 	return s.MemoryStore.Finish(ctx, r)
 }
@@ -199,7 +200,7 @@ func (s *leaseStore) reclaim(ctx context.Context, job, node string, c schedule.C
 	}
 	s.takenFrom[r.Due] = append(s.takenFrom[r.Due], oldest.node)
 	r.Node, r.Attempt, r.Status, r.Reason = node, r.Attempt+1, schedule.Running, schedule.Recovered
-	s.leases[r.Due] = lease{node, time.Now().Add(s.lease), r}
+	s.leases[r.Due] = lease{node: node, until: time.Now().Add(s.lease), rec: r}
 	if err := s.MemoryStore.Finish(ctx, r); err != nil {
 		return schedule.Record{}, err
 	}
@@ -211,7 +212,7 @@ func (s *leaseStore) steal(due time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.leases[due]
-	s.leases[due] = lease{"thief", time.Now().Add(s.lease), l.rec}
+	s.leases[due] = lease{node: "thief", until: time.Now().Add(s.lease), rec: l.rec}
 }
 
 // A run in flight renews its lease every Lease()/3, and no renewal

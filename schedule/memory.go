@@ -96,7 +96,7 @@ func (m *MemoryStore) insertLocked(r Record) error {
 func (m *MemoryStore) claimRun(r *Run, start time.Time, node string, c Concurrency, stop func(error)) error {
 	m.mu.Lock()
 	if rs := m.jobs[r.Job]; len(rs) > 0 && rs[len(rs)-1].Due.Before(r.Due) {
-		if err := m.admitLocked(r.Job, c); err != nil {
+		if err := m.admitLocked(r.Job, c, true); err != nil {
 			m.mu.Unlock()
 			return err
 		}
@@ -132,7 +132,7 @@ func (m *MemoryStore) claimRunLocked(r Record, c Concurrency, stop func(error)) 
 	if i, found := find(rs, r.Due); found || (i == 0 && len(rs) >= m.keep) {
 		return ErrClaimed
 	}
-	if err := m.admitLocked(r.Job, c); err != nil {
+	if err := m.admitLocked(r.Job, c, true); err != nil {
 		return err
 	}
 	if err := m.insertLocked(r); err != nil {

@@ -69,15 +69,16 @@ func (m *MemoryStore) closeLocked(job string, due time.Time, node string, attemp
 }
 
 // admitLocked returns ErrBusy if job has c.Max runs in flight, having
-// asked them to end if c.Replace says so, and nil otherwise. The caller
-// holds m.mu.
-func (m *MemoryStore) admitLocked(job string, c Concurrency) error {
+// asked them to end if c.Replace says so, and nil otherwise. A Released
+// claim, waiting to be taken over, is in flight to a claim of a new slot
+// (queued), not to its takeover. The caller holds m.mu.
+func (m *MemoryStore) admitLocked(job string, c Concurrency, queued bool) error {
 	if c.Max <= 0 {
 		return nil
 	}
 	n := 0
 	for _, o := range m.open[job] {
-		if !o.released {
+		if !o.released || queued {
 			n++
 		}
 	}
@@ -159,7 +160,7 @@ func (m *MemoryStore) Reclaim(_ context.Context, job, node string, c Concurrency
 	if o == nil {
 		return Record{}, ErrNoRecord
 	}
-	if err := m.admitLocked(job, Concurrency{Max: c.Max}); err != nil {
+	if err := m.admitLocked(job, Concurrency{Max: c.Max}, false); err != nil {
 		return Record{}, err
 	}
 	rs := m.jobs[job]

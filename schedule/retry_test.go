@@ -605,7 +605,7 @@ func TestRetryLostLease(t *testing.T) {
 				time.Sleep(time.Hour + time.Second)
 				store.mu.Lock() // another node takes the slot, for good
 				claim := store.leases[at(time.Hour)]
-				store.leases[at(time.Hour)] = lease{"thief", time.Now().Add(24 * time.Hour), claim.rec}
+				store.leases[at(time.Hour)] = lease{node: "thief", until: time.Now().Add(24 * time.Hour), rec: claim.rec}
 				store.mu.Unlock()
 				time.Sleep(9 * time.Second) // the renewal at 1h3s found the lease lost
 				store.mu.Lock()             // the thief's run ends: the job is free on every node

@@ -99,8 +99,8 @@ type Store interface {
 //     in flight, and a claim whose node died is taken over, once its lease
 //     has expired, by a node that is free (Reclaim);
 //   - never more runs at once than the overlap policy allows: ClaimRun
-//     counts the job's runs in flight on every node, those with a live
-//     lease, atomically with the claim (Concurrency);
+//     counts the job's runs in flight on every node, atomically with the
+//     claim (Concurrency);
 //   - a run that a newer one replaces (OverlapReplace) on another node
 //     learns it at its next Renew (ErrReplaced);
 //   - a stopping node hands its runs over: Release ends a claim's lease at
@@ -128,9 +128,10 @@ type SharedStore interface {
 	// ClaimRun claims the slot of r, as Claim does, with a fresh lease, if
 	// the job r.Job has fewer than c.Max runs in flight, or c.Max is 0. A
 	// run is in flight from its claim (ClaimRun, Reclaim, Retry) until its
-	// Finish or Release, or until its lease expires. The count and the
-	// claim are one atomic step, whatever other nodes claim at the same
-	// time. It returns ErrClaimed if the slot has a record (that answer
+	// Finish or until its lease expires, and from its Release until it is
+	// taken over: a run handed over comes before the slots that fall due
+	// after it. The count and the claim are one atomic step, whatever other
+	// nodes claim at the same time. It returns ErrClaimed if the slot has a record (that answer
 	// comes first), and ErrBusy if the job has c.Max runs in flight; with
 	// c.Replace, it then also asks those runs to end (Renew answers them
 	// ErrReplaced), but not runs whose Reason is Recovered. It returns when
@@ -155,7 +156,8 @@ type SharedStore interface {
 	// with Node set to node, Reason Recovered, Start now, Attempt
 	// incremented and a fresh lease. Of several nodes reclaiming at once,
 	// each claim goes to one. It takes nothing, and returns ErrBusy, if the
-	// job has c.Max runs in flight with a live lease. A Running claim with
+	// job has c.Max runs in flight with a live lease (the Released ones do
+	// not count here). A Running claim with
 	// an expired lease that a ClaimRun asked to end is not taken over: it
 	// is recorded Canceled, its Err saying it was replaced. It returns
 	// ErrNoRecord if there is nothing to take over.

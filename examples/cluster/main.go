@@ -1,8 +1,15 @@
 // Command cluster runs one scheduled job on three replicas, processes of
-// itself sharing a store: each slot runs once, on one of them. Halfway, one
-// replica is killed with SIGKILL in the middle of a run; once the run's
-// lease has expired, by the database's clock, another replica takes the
-// slot over and runs it again, as Recovered.
+// itself sharing a store, and shows that the three are one job:
+//
+//   - its runs last longer than two of its periods, and under the default
+//     overlap policy (skip) no two of them are in flight at once on the
+//     three replicas: a slot that falls due while one replica runs the job
+//     is Skipped by all of them, and recorded so once;
+//   - a replica restarted mid-run, as a deploy does, hands its run over: it
+//     stops (Stop), and another replica takes the slot over at once and runs
+//     it again, Recovered, Attempt 2;
+//   - a replica killed with SIGKILL mid-run has its slot taken over once the
+//     run's lease has expired, by the database's clock.
 //
 // The store is a SQLite file in a temporary folder by default, or
 // PostgreSQL with -dsn:
@@ -10,7 +17,7 @@
 //	go run .
 //	go run . -dsn postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 //
-// The program ends within 10 seconds, with a summary read from the store.
+// The program ends within 15 seconds, with a summary read from the store.
 package main
 
 import (
@@ -36,7 +43,7 @@ const (
 	job     = "report"
 	every   = 200 * time.Millisecond
 	lease   = time.Second
-	runTime = 300 * time.Millisecond // longer than a period: runs overlap, on different replicas
+	runTime = 500 * time.Millisecond // longer than two periods: slots fall due while a run is in flight
 )
 
 func main() {
@@ -79,17 +86,20 @@ const (
 	envDSN  = "CLUSTER_DSN"
 )
 
-// replica runs the job until its standard input closes, and prints a line
-// for each run that starts and ends: "start|end <due> <reason>".
+// replica runs the job until its standard input closes, then stops it,
+// handing a run in flight over. It prints a line for each run that starts
+// and returns, with the wall-clock time: "<unixnano> start|end|quit <due>
+// <reason> <attempt>".
 func replica(node, dsn string) error {
 	ctx := context.Background()
-	s, db, err := open(ctx, dsn, sqlstore.WithLease(lease), sqlstore.WithTable("cluster_runs"))
+	s, db, err := open(ctx, dsn, sqlstore.WithLease(lease), sqlstore.WithTable("cluster_runs"),
+		sqlstore.WithHistory(1000, 1000))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	say := func(what string, r schedule.Run) {
-		fmt.Printf("%s %d %d\n", what, r.Due.UnixNano(), r.Reason)
+		fmt.Printf("%d %s %d %d %d\n", time.Now().UnixNano(), what, r.Due.UnixNano(), r.Reason, r.Attempt)
 	}
 	j := schedule.NewJob(job, schedule.Every(every), func(ctx context.Context, r schedule.Run) error {
 		say("start", r)
@@ -98,15 +108,16 @@ func replica(node, dsn string) error {
 			say("end", r)
 			return nil
 		case <-ctx.Done():
+			say("quit", r)
 			return context.Cause(ctx)
 		}
-	}, schedule.WithStore(s), schedule.WithNode(node), schedule.WithOverlap(schedule.OverlapAllow))
+	}, schedule.WithStore(s), schedule.WithNode(node)) // OverlapSkip, the default
 	if err := j.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Println("ready 0 0")
+	fmt.Printf("%d ready 0 0 0\n", time.Now().UnixNano())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	stop, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return j.Stop(stop)
+	return j.Stop(stop) // a deploy: the run in flight is handed over
 }

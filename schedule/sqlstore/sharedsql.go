@@ -6,7 +6,7 @@ package sqlstore
 // claimRunFuncSQL, of schema version 3 on PostgreSQL, is {t}_claim_run:
 // it claims the slots of the JSON records in recs (as claimRecordsSQL
 // reads them), each unless its slot has a record, pruning passed it, or
-// its job has m runs in flight with a live lease (m > 0), and returns
+// its job has m runs in flight (m > 0), and returns
 // the outcome of each slot: 0 claimed, 1 it has a record, 2 its job is
 // busy; it asks the runs in flight of the busy jobs whose claims say rp
 // (OverlapReplace) to end. One call, so one round trip for a batch.
@@ -41,8 +41,8 @@ BEGIN
 	), ins AS (
 		INSERT INTO {t} (job, due, reason, status, start_ns, end_ns, node, err, attempt, lease_until)
 		SELECT c.j, c.d, c.r, c.st, c.s, c.e, c.n, c.x, c.a, now_us + lease FROM c
-		WHERE c.m = 0 OR (SELECT COUNT(*) FROM {t} f
-			WHERE f.job = c.j AND f.status = 0 AND f.lease_until >= now_us) + c.rn <= c.m
+		WHERE c.m = 0 OR (SELECT COUNT(*) FROM {t} f WHERE f.job = c.j
+			AND ((f.status = 0 AND f.lease_until >= now_us) OR f.status = 6)) + c.rn <= c.m
 		ORDER BY c.j, c.d
 		ON CONFLICT (job, due) DO NOTHING
 		RETURNING {t}.job, {t}.due
@@ -81,15 +81,20 @@ const (
 	// claimRunBatchSQL is {t}_claim_run's insert on SQLite, where a
 	// statement that writes runs alone: the claims of {c} ($1) whose slots
 	// have no record, pruning has not passed, and whose jobs have fewer
-	// than m runs in flight with a live lease. It returns the slots
-	// claimed.
+	// than m runs in flight. It returns the slots claimed.
+	//
+	// A run is in flight while its claim runs with a live lease, and,
+	// Released, while it waits to be taken over: a run handed over comes
+	// before the slots that fall due after it, which would otherwise starve
+	// its takeover on a job that is seldom free.
 	claimRunBatchSQL = `INSERT INTO {t} (` + columns + `, lease_until)
 SELECT c.j, c.d, c.r, c.st, c.s, c.e, c.n, c.x, c.a, {now} + CAST($2 AS BIGINT) FROM (
 	SELECT b.*, ROW_NUMBER() OVER (PARTITION BY b.j ORDER BY b.d) AS rn FROM {c}
 	WHERE NOT EXISTS (SELECT 1 FROM {t} x WHERE x.job = b.j AND x.due = b.d)
 		AND NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
 ) c
-WHERE c.m = 0 OR (SELECT COUNT(*) FROM {t} f WHERE f.job = c.j AND f.status = 0 AND f.lease_until >= {now}) + c.rn <= c.m
+WHERE c.m = 0 OR (SELECT COUNT(*) FROM {t} f WHERE f.job = c.j
+	AND ((f.status = 0 AND f.lease_until >= {now}) OR f.status = 6)) + c.rn <= c.m
 ORDER BY c.j, c.d
 ON CONFLICT (job, due) DO NOTHING
 RETURNING job, due`
