@@ -287,6 +287,9 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 				ch.Added = slices.Delete(ch.Added, i, i+1)
 			}
 			if t.gen == gen {
+				if t.refused == nil {
+					t.refused = map[string]refusal{}
+				}
 				t.refused[name] = refusal{e.c.Load().task(name), terr}
 				t.renamedLocked()
 			}

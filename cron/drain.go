@@ -65,10 +65,12 @@ func (t *Table) drain(e *entry) {
 		t.waitStopped(e.after) // e's job may have been started after it
 	}
 	_ = t.flying.wait(context.Background(), e.job.Name())
-	// No Func of the job is running. Stop cancels a run that its runner
+	// No Func of the job is running. Cancel cancels a run that its runner
 	// took before Pause but has not called the Func for yet, and waits for
-	// it; the job replacing e starts only then.
-	_ = e.job.Stop(context.Background())
+	// it; the job replacing e starts only then. The task is removed or
+	// redefined, a decision about it: that run is Canceled, not handed
+	// over to a replica that may no longer run the task.
+	_ = e.job.Cancel(context.Background())
 	t.mu.Lock()
 	delete(t.draining, e)
 	if t.last[e.job.Name()] == e {

@@ -198,12 +198,14 @@ func (t *Table) Shutdown(ctx context.Context) error {
 	// its context outlives its lease.
 	wait := ctx
 	if ctx.Err() != nil {
-		wait = context.Background()
+		// As schedule.ShutdownAll waits: a lease more, or a second.
+		bound := time.Second
 		if ls, ok := t.store.(schedule.SharedStore); ok && ls.Lease() > 0 {
-			var cancel context.CancelFunc
-			wait, cancel = context.WithTimeout(wait, ls.Lease())
-			defer cancel()
+			bound = max(bound, ls.Lease())
 		}
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(context.Background(), bound)
+		defer cancel()
 	}
 	bg := make(chan struct{})
 	go func() {

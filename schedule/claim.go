@@ -53,6 +53,11 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 		case errors.Is(err, ErrClaimed) && p.run.Reason != Manual:
 			return false, true // the slot is another replica's, which records it
 		case errors.Is(err, ErrBusy):
+			if j.cfg.shared != nil && j.cfg.lease == nil {
+				// A store without a lease is looked at only when asked: a
+				// claim handed over may be what makes the job busy.
+				kick(j.cfg.shared)
+			}
 			if p.inline {
 				// A catch-up: the slots owed wait for the next one that
 				// finds the job free.

@@ -49,6 +49,9 @@ func (j *Job) Resume() {
 		now := time.Now().Round(0)
 		j.noCatchUpBeforeLocked(now)
 		refused = j.armLocked(now)
+		if x := j.x; x != nil && x.look && !x.reclaiming && j.freeLocked(x) {
+			j.takeOverLocked(x) // a claim offered while paused
+		}
 	}
 	j.mu.Unlock()
 	j.resync()
@@ -234,10 +237,12 @@ func (j *Job) Cancel(ctx context.Context) error {
 // then cancels those left, and each is Released as its Func returns, for a
 // node that shares the store to take its slot over at once and run it
 // again (Recovered, Attempt + 1): on any SharedStore, MemoryStore
-// included; on any other store, they are Canceled. Shutdown waits for them
-// to return, and for what Stop waits for, for at most one lease more on a
-// store with a lease: a Func deaf to its context keeps its claim past that,
-// and its slot is taken over once the claim's lease expires.
+// included; on any other store, they are Canceled. A run that fails with
+// attempts left (WithRetry) while the job shuts down is handed over too.
+// Shutdown waits for the runs it cancelled to return, and for what Stop
+// waits for, for at most one lease more on a store with a lease (a second
+// on any other): a Func deaf to its context keeps its claim past that, and
+// its slot is taken over once the claim's lease expires.
 //
 // Shutdown returns nil if every run finished before ctx was done, and
 // ctx.Err() otherwise. Like Stop, it must not be called from the Func or
@@ -272,39 +277,43 @@ func ShutdownAll(ctx context.Context, jobs ...*Job) error {
 	after := ctx
 	if !graceful {
 		// Cut short: those left are released as they return, for at most
-		// a lease more.
-		var lease time.Duration
+		// a lease more (their leases are renewed meanwhile), or
+		// shutdownWait on a store without a lease.
+		wait := shutdownWait
 		for _, j := range jobs {
 			j.cancelFlights(errShutdown)
 			if ls := j.cfg.lease; ls != nil {
-				lease = max(lease, ls.Lease())
+				wait = max(wait, ls.Lease())
 			}
 		}
-		after = context.Background()
-		if lease > 0 {
-			var cancel context.CancelFunc
-			after, cancel = context.WithTimeout(after, lease)
-			defer cancel()
-		}
+		var cancel context.CancelFunc
+		after, cancel = context.WithTimeout(context.Background(), wait)
+		defer cancel()
 	}
 	var errs []error
 	if !graceful {
 		errs = append(errs, ctx.Err())
 	}
 	for _, t := range reclaimers {
-		if err := t.Stop(after); err != nil {
+		if err := t.Stop(after); err != nil && after.Err() == nil {
 			errs = append(errs, err)
-			break
 		}
 	}
+	stopped := false // after's end is reported once
 	for _, j := range jobs {
-		if err := j.Stop(after); err != nil {
+		if err := j.Stop(after); err != nil && !stopped {
 			errs = append(errs, err)
-			break
+			stopped = after.Err() != nil
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// shutdownWait bounds how long Shutdown waits, once its context is done,
+// for the runs it cancelled to return, on a store without a lease: their
+// Funcs run in this process, and a Func deaf to its context would hold
+// Shutdown for good.
+const shutdownWait = time.Second
 
 // quit is what Shutdown does at once: the job is stopped, so that no slot
 // falls due and no claim is taken over any more, the runs that have not
@@ -315,6 +324,7 @@ func (j *Job) quit() *circulation.Trigger {
 	var obs []Record
 	j.mu.Lock()
 	j.state = jobStopped
+	j.flags |= jobShutdown
 	j.next = time.Time{}
 	j.setTimerLocked(time.Time{})
 	if x := j.x; x != nil {

@@ -74,6 +74,7 @@ const (
 	jobDirty        // the job changed while jobBusy: the callback arms the timer again as it ends
 	jobListed       // in w.jobs
 	jobCancel       // ended by Cancel: the runs it cuts short are Canceled, not handed over
+	jobShutdown     // ended by Shutdown: a run that fails with attempts left is handed over
 )
 
 // NewJob returns a Job that runs f, as name, at the times of s. It does

@@ -72,9 +72,10 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 			return renew, true
 		}
 		report = false // the Observer has this attempt's outcome
-		if ctx.Err() != nil && j.handsOver(context.Cause(ctx)) {
-			// Stopped during the retry's pause: the slot, with attempts
-			// left, is handed over.
+		if ctx.Err() != nil && j.handsOver(context.Cause(ctx)) || write && j.shuttingDown() {
+			// Stopped during the retry's pause, or shut down when the
+			// attempt failed: the slot, with attempts left, is handed
+			// over, for a node that runs on to retry it.
 			status = Released
 		}
 	}
@@ -134,6 +135,17 @@ func (j *Job) handsOver(cause error) bool {
 		return j.cfg.lease != nil && !cancel
 	}
 	return false
+}
+
+// shuttingDown reports whether Shutdown ended the job, on a SharedStore
+// that can hand its runs over.
+func (j *Job) shuttingDown() bool {
+	if j.cfg.shared == nil || testMutant == mutantNoRelease {
+		return false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.flags&jobShutdown != 0 && j.flags&jobCancel == 0
 }
 
 // release records the run of p, cut short at end, Released in the job's

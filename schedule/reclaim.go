@@ -238,7 +238,12 @@ func kick(ls SharedStore) {
 func (j *Job) offer() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.state != jobStarted || j.paused() {
+	if j.state != jobStarted {
+		return false
+	}
+	if j.paused() {
+		x := j.active(time.Now().Round(0))
+		x.look = true // Resume looks: a store without a lease is not looked at again
 		return false
 	}
 	x := j.active(time.Now().Round(0)) // a job that never ran makes it now

@@ -47,9 +47,9 @@ func lastOfSQL(d Dialect) string {
 	if d == PostgreSQL {
 		return `SELECT l.job, l.due, l.reason, l.status, l.start_ns, l.end_ns, l.node, l.err, l.attempt
 FROM json_array_elements_text(CAST($1 AS json)) AS x(j)
-CROSS JOIN LATERAL (SELECT ` + columns + ` FROM {t} WHERE job = x.j ORDER BY due DESC LIMIT 1) AS l`
+CROSS JOIN LATERAL (SELECT ` + readColumns + ` FROM {t} WHERE job = x.j ORDER BY due DESC LIMIT 1) AS l`
 	}
-	return `SELECT ` + columns + ` FROM {t} WHERE (job, due) IN (
+	return `SELECT ` + readColumns + ` FROM {t} WHERE (job, due) IN (
 	SELECT job, MAX(due) FROM {t} WHERE job IN (SELECT value FROM json_each($1)) GROUP BY job)`
 }
 
@@ -71,6 +71,7 @@ RETURNING job, due`
 	// matched.
 	renewBatchSQL = `UPDATE {t} SET lease_until = {now} + CAST($2 AS BIGINT)
 FROM {b} WHERE {t}.job = b.j AND {t}.due = b.d AND {t}.node = b.n AND {t}.attempt = b.a AND {t}.status = 0
+	AND {t}.released = 0
 RETURNING job, due, stop_asked`
 
 	// doomedManySQL is doomedSQL for every job of $1: the finished records
@@ -79,15 +80,16 @@ RETURNING job, due, stop_asked`
 	doomedManySQL = `SELECT r.job, r.due FROM (
 	SELECT job, due, status, ROW_NUMBER() OVER (
 		PARTITION BY job, CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
-	FROM {t} WHERE job IN ({jobs}) AND status NOT IN (0, 6)) r
+	FROM {t} WHERE job IN ({jobs}) AND status <> 0) r
 WHERE ((r.status = 1 AND r.rn > $2) OR (r.status <> 1 AND r.rn > $3))
 	AND r.due < (SELECT MAX(m.due) FROM {t} m WHERE m.job = r.job)`
 
 	// pruneWaterBatchSQL raises the watermark of each job of $1 to the
 	// newest record it dooms, before pruneDelBatchSQL deletes them, as
-	// pruneWaterSQL does for one job.
+	// pruneWaterSQL does for one job. Its rows are locked in the order of
+	// the jobs, as the claims that count runs in flight lock them.
 	pruneWaterBatchSQL = `INSERT INTO {t}_jobs (job, pruned_until)
-SELECT job, MAX(due) FROM (` + doomedManySQL + `) d WHERE true GROUP BY job
+SELECT job, MAX(due) FROM (` + doomedManySQL + `) d WHERE true GROUP BY job ORDER BY job
 ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	WHEN excluded.pruned_until > {t}_jobs.pruned_until THEN excluded.pruned_until
 	ELSE {t}_jobs.pruned_until END`
@@ -95,7 +97,7 @@ ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	// pruneDelBatchSQL deletes the doomed records of the jobs of $1 that
 	// their watermark has passed: a record finished since the watermark
 	// was raised stays.
-	pruneDelBatchSQL = `DELETE FROM {t} WHERE status NOT IN (0, 6)
+	pruneDelBatchSQL = `DELETE FROM {t} WHERE status <> 0
 	AND EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = {t}.job AND w.pruned_until >= {t}.due)
 	AND (job, due) IN (SELECT job, due FROM (` + doomedManySQL + `) d)`
 )

@@ -82,6 +82,18 @@ func settle(ctx context.Context, d time.Duration) (context.Context, context.Canc
 
 // finish makes one attempt at Finish, or at Release.
 func (s *Store) finish(ctx context.Context, r schedule.Record, w row, released bool) error {
+	if released {
+		// A stopping node's, in a statement of its own: releases are
+		// rare, and must not turn a finished record into a released one.
+		n, err := s.exec(ctx, s.q.release, w.job, w.due, w.node, w.attempt, w.end, w.err)
+		switch {
+		case err != nil:
+			return fmt.Errorf("sqlstore: releasing %s at %v: %w", r.Job, r.Due, err)
+		case n == 0:
+			return schedule.ErrLeaseLost
+		}
+		return nil
+	}
 	req := newRequest(opFinish, w)
 	if err := s.b.do(ctx, req); err != nil {
 		return err
@@ -91,9 +103,6 @@ func (s *Store) finish(ctx context.Context, r schedule.Record, w row, released b
 	}
 	if req.ok {
 		return nil
-	}
-	if released {
-		return schedule.ErrLeaseLost
 	}
 	switch err := s.Claim(ctx, r); {
 	case errors.Is(err, schedule.ErrClaimed):

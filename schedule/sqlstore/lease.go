@@ -47,10 +47,11 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 // r.Attempt. Like Finish, it tries again while the database fails, for up
 // to Lease() or until ctx is done.
 func (s *Store) Release(ctx context.Context, r schedule.Record) error {
-	r.Status = schedule.Released
 	if testMutant == mutantNoRelease {
 		r.Status = schedule.Canceled
+		return s.end(ctx, r, false)
 	}
+	r.Status = schedule.Released
 	return s.end(ctx, r, true)
 }
 
@@ -125,7 +126,7 @@ func (s *Store) Reclaim(ctx context.Context, job, node string, c schedule.Concur
 	if err == sql.ErrNoRows {
 		if max > 0 {
 			// Nothing taken: the job is busy if there was a claim to take.
-			if ok, err := s.exists(ctx, s.q.expired, job); err == nil && ok {
+			if ok, err := s.exists(ctx, s.q.takeable, job); err == nil && ok {
 				return schedule.Record{}, schedule.ErrBusy
 			}
 		}
@@ -168,10 +169,14 @@ func (s *Store) reclaimOnce(ctx context.Context, job, node string, max, start, e
 		return row{}, err
 	}
 	w, err := scanRow(tx.QueryRowContext(ctx, s.q.reclaim, job, node, lease, start, max))
-	if err != nil {
+	if err != nil && err != sql.ErrNoRows {
 		return row{}, err
 	}
-	return w, tx.Commit()
+	// Nothing to take over still commits the claims closed.
+	if cerr := tx.Commit(); cerr != nil {
+		return row{}, cerr
+	}
+	return w, err
 }
 
 // Expired returns the names of up to limit jobs that have a claim to take

@@ -17,9 +17,14 @@ type queries struct {
 	pruneMark, pruneWater, pruneDel string
 	since, retry                    string
 	closeAsked, lockJob, lockJobRow string
+	takeable, release               string
 }
 
 const columns = "job, due, reason, status, start_ns, end_ns, node, err, attempt"
+
+// readColumns are columns as a query reads them: a running record that
+// was released reads as status 6, schedule.Released.
+const readColumns = "job, due, reason, CASE WHEN released = 1 THEN 6 ELSE status END AS status, start_ns, end_ns, node, err, attempt"
 
 // The statements, with {t} for the table, {now} for the database's clock
 // in Unix microseconds and {skiplocked} for PostgreSQL's row-lock clause.
@@ -40,20 +45,24 @@ ON CONFLICT (job, due) DO NOTHING`
 	// claims, renewals and finishes wait for, and costs half as much
 	// (BenchmarkReclaim). Claim has no such read: with it, three replicas
 	// claiming each slot were slower (BenchmarkClaimFinish/SQLite/replicas=3).
-	expiredSQL = `SELECT EXISTS (SELECT 1 FROM {t} WHERE job = $1 AND status = 0 AND lease_until < {now})
-	OR EXISTS (SELECT 1 FROM {t} WHERE job = $1 AND status = 6)`
+	expiredSQL = `SELECT EXISTS (SELECT 1 FROM {t} WHERE job = $1 AND status = 0 AND (lease_until < {now} OR released = 1))`
+
+	// takeableSQL reports whether a job has a claim Reclaim would take
+	// over, the limit aside: released, or expired and not asked to end.
+	takeableSQL = `SELECT EXISTS (SELECT 1 FROM {t} WHERE job = $1 AND status = 0
+	AND ((lease_until < {now} AND stop_asked = 0) OR released = 1))`
 
 	// expiredJobsSQL lists up to $1 jobs that have a claim to take over:
-	// one look for all the jobs of a Store. It reads the running rows and
-	// the released ones only, through their indexes.
-	expiredJobsSQL = `SELECT job FROM (SELECT job FROM {t} WHERE status = 0 AND lease_until < {now}
-	UNION SELECT job FROM {t} WHERE status = 6) x LIMIT $1`
+	// one look for all the jobs of a Store. It reads the running rows
+	// only, through the index of them.
+	expiredJobsSQL = `SELECT DISTINCT job FROM {t} WHERE status = 0 AND (lease_until < {now} OR released = 1) LIMIT $1`
 
 	// adopt hands a running claim ($3, $4) of a slot, whose Claim failed
 	// but may have committed, to the claim $5 to $10 (see Store.adopt).
 	adoptSQL = `UPDATE {t} SET reason = $5, status = $6, start_ns = $7, end_ns = $8, node = $9, err = $10,
 	lease_until = {now} + $11
-WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0`
+WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0 AND released = 0
+	AND lease_until >= {now}`
 
 	// pruned reports whether pruning passed a slot; unclaim withdraws a
 	// claim that did (see Claim).
@@ -64,13 +73,13 @@ WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0`
 	finishSQL = `UPDATE {t} SET reason = $5, status = $6, start_ns = $7, end_ns = $8, err = $9, lease_until = NULL
 WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4`
 
-	lastSQL    = `SELECT ` + columns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT 1`
-	historySQL = `SELECT ` + columns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT $2`
+	lastSQL    = `SELECT ` + readColumns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT 1`
+	historySQL = `SELECT ` + readColumns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT $2`
 
 	// renew extends the lease of the claim (node, attempt) of a running
 	// slot, and says whether a claim asked the run to end.
 	renewSQL = `UPDATE {t} SET lease_until = {now} + $5
-WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0
+WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0 AND released = 0
 RETURNING stop_asked`
 
 	// ranked numbers a job's finished records, newest first, the
@@ -79,7 +88,7 @@ RETURNING stop_asked`
 	// whatever its status: Last must still find where the job stopped.
 	rankedSQL = `SELECT due, status, ROW_NUMBER() OVER (
 	PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
-FROM {t} WHERE job = $1 AND status NOT IN (0, 6)`
+FROM {t} WHERE job = $1 AND status <> 0`
 	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE ((status = 1 AND rn > $2) OR (status <> 1 AND rn > $3))
 	AND due < (SELECT MAX(due) FROM {t} WHERE job = $1)`
 
@@ -91,7 +100,7 @@ FROM {t} WHERE job = $1 AND status NOT IN (0, 6)`
 ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	WHEN excluded.pruned_until > {t}_jobs.pruned_until THEN excluded.pruned_until
 	ELSE {t}_jobs.pruned_until END`
-	pruneDelSQL = `DELETE FROM {t} WHERE job = $1 AND status NOT IN (0, 6) AND due <= $4 AND due IN (` + doomedSQL + `)`
+	pruneDelSQL = `DELETE FROM {t} WHERE job = $1 AND status <> 0 AND due <= $4 AND due IN (` + doomedSQL + `)`
 )
 
 // The statements of schema version 2.
@@ -109,7 +118,7 @@ RETURNING since`
 	// keeping the failed attempt's Err until the next attempt's outcome.
 	retrySQL = `UPDATE {t} SET attempt = attempt + 1, reason = $5, start_ns = $6, end_ns = NULL, err = $7,
 	lease_until = {now} + $8
-WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0`
+WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0 AND released = 0`
 )
 
 var dollarParam = regexp.MustCompile(`\$([0-9]+)`)
@@ -152,6 +161,8 @@ func (qs queries) build() queries {
 		since:       q(sinceSQL),
 		retry:       q(retrySQL),
 		closeAsked:  q(closeAskedSQL),
+		takeable:    q(takeableSQL),
+		release:     q(releaseSQL),
 		lockJob:     q(lockJobSQL),
 		lockJobRow:  q(lockJobRowSQL),
 	}

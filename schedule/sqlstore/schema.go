@@ -26,6 +26,9 @@ func (m migration) statements(d Dialect, table string) []string {
 	out := make([]string, len(stmts))
 	for i, s := range stmts {
 		out[i] = strings.ReplaceAll(s, "{t}", table)
+		if testMutant == mutantNoJobLock {
+			out[i] = strings.Replace(out[i], "ORDER BY w.job FOR UPDATE", "ORDER BY w.job", 1)
+		}
 	}
 	return out
 }
@@ -50,11 +53,12 @@ func (m migration) statements(d Dialect, table string) []string {
 //
 // Version 3: runs across replicas (schedule.SharedStore). stop_asked is 1
 // on a running record that a claim under OverlapReplace asked to end
-// (Renew answers schedule.ErrReplaced); status 6, Released, is a run a
-// stopping node handed over, which Reclaim takes over as an expired claim,
-// through the index {t}_released; the view names it. The rows of {t}_jobs
-// are also each job's lock for the claims that count its runs in flight,
-// on PostgreSQL.
+// (Renew answers schedule.ErrReplaced); released is 1 on a running record
+// (status 0, lease_until NULL) that a stopping node handed over, which
+// Reclaim takes over and reads as schedule.Released: a replica of version 2
+// neither prunes it nor takes it over. The view names it. The rows of
+// {t}_jobs are also each job's lock for the claims that count its runs in
+// flight, on PostgreSQL.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -171,7 +175,7 @@ FROM {t}`,
 }, {
 	all: []string{
 		`ALTER TABLE {t} ADD COLUMN stop_asked SMALLINT NOT NULL DEFAULT 0`,
-		`CREATE INDEX {t}_released ON {t} (job, due) WHERE status = 6`,
+		`ALTER TABLE {t} ADD COLUMN released SMALLINT NOT NULL DEFAULT 0`,
 		`DROP VIEW {t}_readable`,
 	},
 	postgres: []string{claimRunFuncSQL},
@@ -182,7 +186,12 @@ func init() {
 	released := func(stmts []string) []string {
 		for _, s := range stmts {
 			if strings.HasPrefix(s, "CREATE VIEW") {
-				return []string{strings.Replace(s, "WHEN 5 THEN 'Missed'", "WHEN 5 THEN 'Missed' WHEN 6 THEN 'Released'", 1)}
+				s = strings.Replace(s, "CASE status WHEN 0 THEN 'Running'",
+					"CASE WHEN released = 1 THEN 'Released' ELSE CASE status WHEN 0 THEN 'Running'", 1)
+				s = strings.Replace(s, "ELSE 'Status(' || status || ')' END AS status",
+					"ELSE 'Status(' || status || ')' END END AS status", 1)
+				s = strings.Replace(s, "CASE WHEN status = 0 THEN", "CASE WHEN status = 0 AND released = 0 THEN", 1)
+				return []string{s}
 			}
 		}
 		panic("sqlstore: no view in schema version 2")
@@ -284,6 +293,22 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 	done = true
 	if s.dialect == SQLite {
 		return s.checkShared(ctx, conn)
+	}
+	return s.checkIsolation(ctx, conn)
+}
+
+// checkIsolation returns an error if PostgreSQL runs the pool's
+// transactions at another isolation level than read committed: a claim
+// that counts a job's runs in flight locks the job, then counts in a
+// statement of its own, whose snapshot must be taken after the lock.
+func (s *Store) checkIsolation(ctx context.Context, conn *sql.Conn) error {
+	var level string
+	if err := conn.QueryRowContext(ctx, "SHOW transaction_isolation").Scan(&level); err != nil {
+		return fmt.Errorf("sqlstore: reading the transaction isolation: %w", err)
+	}
+	if level != "read committed" {
+		return fmt.Errorf("sqlstore: PostgreSQL runs transactions at isolation level %q: a Store needs read committed "+
+			"(set default_transaction_isolation, in the DSN or the server)", level)
 	}
 	return nil
 }

@@ -133,7 +133,7 @@ func (s *Store) sendClaimRuns(ctx context.Context, rs []*request) error {
 	if len(ask) > 0 && s.dialect == SQLite {
 		// Asked after the claims: a run in flight that ends meanwhile is
 		// no longer Running, and is not asked.
-		if _, err := s.exec(ctx, s.bq.ask, string(appendJobs(nil, ask))); err != nil {
+		if _, err := s.exec(ctx, s.bq.ask, string(appendRecords(nil, ask))); err != nil {
 			return err
 		}
 	}
