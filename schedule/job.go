@@ -69,12 +69,12 @@ const (
 
 // Job.flags
 const (
-	jobPaused uint8 = 1 << iota
-	jobBusy         // the callback of the job's timer has started, or will (its Stop reported false)
-	jobDirty        // the job changed while jobBusy: the callback arms the timer again as it ends
-	jobListed       // in w.jobs
-	jobCancel       // ended by Cancel: the runs it cuts short are Canceled, not handed over
-	jobShutdown     // ended by Shutdown: a run that fails with attempts left is handed over
+	jobPaused   uint8 = 1 << iota
+	jobBusy           // the callback of the job's timer has started, or will (its Stop reported false)
+	jobDirty          // the job changed while jobBusy: the callback arms the timer again as it ends
+	jobListed         // in w.jobs
+	jobCancel         // ended by Cancel: the runs it cuts short are Canceled, not handed over
+	jobShutdown       // ended by Shutdown: a run that fails with attempts left is handed over
 )
 
 // NewJob returns a Job that runs f, as name, at the times of s. It does
