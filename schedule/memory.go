@@ -27,7 +27,7 @@ type MemoryStore struct {
 	since map[string]time.Time
 	// open holds the claims of each job that are Running or Released: the
 	// runs in flight, and those to take over. Made at the first claim.
-	open map[string][]*openClaim
+	open map[string][]openClaim
 }
 
 // NewMemoryStore returns a MemoryStore that keeps the newest keep records
@@ -110,7 +110,7 @@ func (m *MemoryStore) claimRun(r *Run, start time.Time, node string, c Concurren
 		rec.Job, rec.Due, rec.Reason, rec.Status = r.Job, r.Due, r.Reason, Running
 		rec.Start, rec.Node, rec.Attempt = start, node, 1
 		m.jobs[r.Job] = rs
-		m.openLocked(r.Job, &openClaim{due: r.Due, node: node, attempt: 1, reason: r.Reason, stop: stop})
+		m.openLocked(r.Job, openClaim{due: r.Due, node: node, attempt: 1, reason: r.Reason, stop: stop})
 		m.mu.Unlock()
 		return nil
 	}
@@ -138,7 +138,7 @@ func (m *MemoryStore) claimRunLocked(r Record, c Concurrency, stop func(error)) 
 	if err := m.insertLocked(r); err != nil {
 		return err
 	}
-	m.openLocked(r.Job, &openClaim{due: r.Due, node: r.Node, attempt: r.Attempt, reason: r.Reason, stop: stop})
+	m.openLocked(r.Job, openClaim{due: r.Due, node: r.Node, attempt: r.Attempt, reason: r.Reason, stop: stop})
 	return nil
 }
 

@@ -31,19 +31,21 @@ func stopOf(ctx context.Context) func(error) {
 func (m *MemoryStore) Lease() time.Duration { return 0 }
 
 // openLocked adds o to the open claims of job. The caller holds m.mu.
-func (m *MemoryStore) openLocked(job string, o *openClaim) {
+func (m *MemoryStore) openLocked(job string, o openClaim) {
 	if m.open == nil {
-		m.open = make(map[string][]*openClaim)
+		m.open = make(map[string][]openClaim)
 	}
 	m.open[job] = append(m.open[job], o)
 }
 
-// findOpenLocked returns the open claim of job at due, or nil. The caller
-// holds m.mu.
+// findOpenLocked returns the open claim of job at due, or nil: a pointer
+// into m.open, valid until the caller lets go of m.mu. The caller holds
+// m.mu.
 func (m *MemoryStore) findOpenLocked(job string, due time.Time) *openClaim {
-	for _, o := range m.open[job] {
-		if o.due.Equal(due) {
-			return o
+	os := m.open[job]
+	for i := range os {
+		if os[i].due.Equal(due) {
+			return &os[i]
 		}
 	}
 	return nil
@@ -53,16 +55,11 @@ func (m *MemoryStore) findOpenLocked(job string, due time.Time) *openClaim {
 // there is one. The caller holds m.mu.
 func (m *MemoryStore) closeLocked(job string, due time.Time, node string, attempt int) {
 	os := m.open[job]
-	for i, o := range os {
-		if o.due.Equal(due) && o.node == node && o.attempt == attempt {
+	for i := range os {
+		if o := &os[i]; o.due.Equal(due) && o.node == node && o.attempt == attempt {
 			os[i] = os[len(os)-1]
-			os[len(os)-1] = nil
-			os = os[:len(os)-1]
-			if len(os) == 0 {
-				delete(m.open, job)
-			} else {
-				m.open[job] = os
-			}
+			os[len(os)-1] = openClaim{}
+			m.open[job] = os[:len(os)-1] // kept, empty, for the job's next claim
 			return
 		}
 	}
@@ -77,8 +74,9 @@ func (m *MemoryStore) admitLocked(job string, c Concurrency, queued bool) error 
 		return nil
 	}
 	n := 0
-	for _, o := range m.open[job] {
-		if !o.released || queued {
+	os := m.open[job]
+	for i := range os {
+		if !os[i].released || queued {
 			n++
 		}
 	}
@@ -86,7 +84,8 @@ func (m *MemoryStore) admitLocked(job string, c Concurrency, queued bool) error 
 		return nil
 	}
 	if c.Replace {
-		for _, o := range m.open[job] {
+		for i := range os {
+			o := &os[i]
 			if o.released || o.reason == Recovered || o.asked {
 				continue
 			}
@@ -152,8 +151,9 @@ func (m *MemoryStore) Reclaim(_ context.Context, job, node string, c Concurrency
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var o *openClaim
-	for _, x := range m.open[job] {
-		if x.released && (o == nil || x.due.Before(o.due)) {
+	os := m.open[job]
+	for i := range os {
+		if x := &os[i]; x.released && (o == nil || x.due.Before(o.due)) {
 			o = x
 		}
 	}
@@ -166,7 +166,7 @@ func (m *MemoryStore) Reclaim(_ context.Context, job, node string, c Concurrency
 	rs := m.jobs[job]
 	i, found := find(rs, o.due)
 	if !found {
-		m.closeLocked(job, o.due, o.node, o.attempt)
+		m.closeLocked(job, o.due, o.node, o.attempt) // o is not used after
 		return Record{}, ErrNoRecord
 	}
 	rec := &rs[i]
@@ -186,8 +186,8 @@ func (m *MemoryStore) Expired(_ context.Context, limit int) ([]string, error) {
 		if len(names) >= limit {
 			break
 		}
-		for _, o := range os {
-			if o.released {
+		for i := range os {
+			if os[i].released {
 				names = append(names, job)
 				break
 			}

@@ -36,9 +36,13 @@ func BenchmarkClaimFinish(b *testing.B) {
 			return func(b *testing.B) schedule.Store { return newStore(b, be, dsn) }
 		}})
 	}
+	// max=1 claims with ClaimRun under Concurrency{Max: 1}, as a Job
+	// under OverlapSkip does: the claim counts the job's runs in flight
+	// on every replica. max=0 is Claim, which counts nothing.
 	for _, be := range bes {
-		for _, replicas := range []int{1, 3} {
-			b.Run(fmt.Sprintf("%s/replicas=%d", be.name, replicas), func(b *testing.B) {
+		for _, cfg := range []struct{ replicas, max int }{{1, 0}, {1, 1}, {3, 0}, {3, 1}} {
+			replicas := cfg.replicas
+			b.Run(fmt.Sprintf("%s/replicas=%d/max=%d", be.name, replicas, cfg.max), func(b *testing.B) {
 				open := be.open(b)
 				stores := make([]schedule.Store, replicas)
 				for i := range stores {
@@ -55,8 +59,14 @@ func BenchmarkClaimFinish(b *testing.B) {
 						for k := range b.N {
 							r := schedule.Record{Job: "bench", Due: base.Add(time.Duration(k) * time.Millisecond),
 								Status: schedule.Running, Start: time.Now(), Node: node, Attempt: 1}
-							switch err := s.Claim(ctx, r); {
-							case errors.Is(err, schedule.ErrClaimed):
+							var err error
+							if cfg.max > 0 {
+								_, err = s.(schedule.SharedStore).ClaimRun(ctx, r, schedule.Concurrency{Max: cfg.max})
+							} else {
+								err = s.Claim(ctx, r)
+							}
+							switch {
+							case errors.Is(err, schedule.ErrClaimed), errors.Is(err, schedule.ErrBusy):
 								continue
 							case err != nil:
 								b.Error(err)
