@@ -143,67 +143,85 @@ func TestClaimRace(t *testing.T) {
 	})
 }
 
+// TestLeaseTakeover: a claim renewed within its lease is not taken over;
+// once its renewals stop, it is, a lease after the last one, and the
+// first owner's writes are refused. The renewals and the takeover are
+// timed by the calls' own instants, as in TestLeaseIgnoresNodeClocks.
 func TestLeaseTakeover(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		const lease = 300 * time.Millisecond
-		dsn := b.dsn(t)
-		sa := newStore(t, b, dsn, sqlstore.WithLease(lease))
-		sb := newStore(t, b, dsn, sqlstore.WithLease(lease))
-		assert.Equal(t, lease, sb.Lease())
+		withLease(t, 300*time.Millisecond, func(lease time.Duration) bool {
+			const precision = time.Millisecond // of the database's timestamps, with room to spare
+			dsn := b.dsn(t)
+			sa := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			sb := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			assert.Equal(t, lease, sb.Lease())
 
-		_, err := sb.Reclaim(ctx, "j", "b")
-		require.ErrorIs(t, err, schedule.ErrNoRecord, "nothing claimed")
-		r := running("j", 0, "a")
-		require.NoError(t, sa.Claim(ctx, r))
-		renewed := time.Now()
-		_, err = sb.Reclaim(ctx, "j", "b")
-		require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease is fresh")
-
-		// Renewing keeps the slot for longer than one lease.
-		for range 4 {
-			time.Sleep(lease / 3)
-			require.NoError(t, sa.Renew(ctx, r))
-			renewed = time.Now()
+			_, err := sb.Reclaim(ctx, "j", "b")
+			require.ErrorIs(t, err, schedule.ErrNoRecord, "nothing claimed")
+			r := running("j", 0, "a")
+			renewCalled := time.Now()
+			require.NoError(t, sa.Claim(ctx, r))
+			renewed := time.Now()
 			_, err = sb.Reclaim(ctx, "j", "b")
-			require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease was renewed")
-		}
-
-		// Without renewals, b takes the slot over once the lease expired.
-		var got schedule.Record
-		deadline := time.Now().Add(10 * lease)
-		for {
-			got, err = sb.Reclaim(ctx, "j", "b")
-			if err == nil {
-				break
+			if time.Since(renewCalled) >= lease {
+				return false
 			}
-			require.ErrorIs(t, err, schedule.ErrNoRecord)
-			require.True(t, time.Now().Before(deadline), "no takeover within 10 leases")
-			time.Sleep(lease / 20)
-		}
-		took := time.Since(renewed)
-		// The database's clock is this machine's; allow its rounding.
-		assert.GreaterOrEqual(t, took, lease-5*time.Millisecond, "taken over before the lease expired")
-		assert.True(t, got.Due.Equal(r.Due))
-		assert.Equal(t, "b", got.Node)
-		assert.Equal(t, 2, got.Attempt)
-		assert.Equal(t, schedule.Recovered, got.Reason)
-		assert.Equal(t, schedule.Running, got.Status)
+			require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease is fresh")
 
-		_, err = sa.Reclaim(ctx, "j", "a")
-		require.ErrorIs(t, err, schedule.ErrNoRecord, "the new claim has a fresh lease")
-		require.ErrorIs(t, sa.Renew(ctx, r), schedule.ErrLeaseLost)
-		r.Status = schedule.Succeeded
-		require.ErrorIs(t, sa.Finish(ctx, r), schedule.ErrLeaseLost)
+			// Renewing keeps the slot for longer than one lease.
+			for range 4 {
+				time.Sleep(lease / 3)
+				renewCalled = time.Now()
+				require.NoError(t, sa.Renew(ctx, r))
+				renewed = time.Now()
+				_, err = sb.Reclaim(ctx, "j", "b")
+				if time.Since(renewCalled) >= lease {
+					return false
+				}
+				require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease was renewed")
+			}
 
-		require.NoError(t, sb.Renew(ctx, got))
-		got.Status, got.End = schedule.Succeeded, time.Now()
-		require.NoError(t, sb.Finish(ctx, got))
-		require.ErrorIs(t, sb.Renew(ctx, got), schedule.ErrLeaseLost, "a finished run has no lease")
-		last, err := sa.Last(ctx, "j")
-		require.NoError(t, err)
-		assert.Equal(t, schedule.Succeeded, last.Status)
-		assert.Equal(t, "b", last.Node)
-		assert.Equal(t, 2, last.Attempt)
+			// Without renewals, b takes the slot over once the lease expired.
+			var got schedule.Record
+			for {
+				called := time.Now()
+				got, err = sb.Reclaim(ctx, "j", "b")
+				if err == nil {
+					break
+				}
+				require.ErrorIs(t, err, schedule.ErrNoRecord)
+				require.Less(t, called.Sub(renewed), lease+precision,
+					"not taken over by a Reclaim called after the lease ran out")
+				time.Sleep(lease / 20)
+			}
+			assert.GreaterOrEqual(t, time.Since(renewCalled), lease-precision, "taken over before the lease expired")
+			assert.True(t, got.Due.Equal(r.Due))
+			assert.Equal(t, "b", got.Node)
+			assert.Equal(t, 2, got.Attempt)
+			assert.Equal(t, schedule.Recovered, got.Reason)
+			assert.Equal(t, schedule.Running, got.Status)
+
+			reclaimed := time.Now()
+			_, err = sa.Reclaim(ctx, "j", "a")
+			if time.Since(reclaimed) >= lease {
+				return false
+			}
+			require.ErrorIs(t, err, schedule.ErrNoRecord, "the new claim has a fresh lease")
+			require.ErrorIs(t, sa.Renew(ctx, r), schedule.ErrLeaseLost)
+			r.Status = schedule.Succeeded
+			require.ErrorIs(t, sa.Finish(ctx, r), schedule.ErrLeaseLost)
+
+			require.NoError(t, sb.Renew(ctx, got))
+			got.Status, got.End = schedule.Succeeded, time.Now()
+			require.NoError(t, sb.Finish(ctx, got))
+			require.ErrorIs(t, sb.Renew(ctx, got), schedule.ErrLeaseLost, "a finished run has no lease")
+			last, err := sa.Last(ctx, "j")
+			require.NoError(t, err)
+			assert.Equal(t, schedule.Succeeded, last.Status)
+			assert.Equal(t, "b", last.Node)
+			assert.Equal(t, 2, last.Attempt)
+			return true
+		})
 	})
 }
 
