@@ -417,12 +417,15 @@ func TestClaimOutlivesCancel(t *testing.T) {
 
 		cctx, cancel := context.WithCancel(ctx)
 		claimed := make(chan error, 1)
+		sent := s.Stats().Statements
 		go func() { claimed <- s.Claim(cctx, running("j", 0, "a")) }()
 		if b.dialect == sqlstore.PostgreSQL {
 			waitForLock(t, db, "INSERT INTO "+tableFor(t))
 		} else {
-			// SQLite's busy wait cannot be seen from outside.
-			time.Sleep(300 * time.Millisecond)
+			// SQLite's busy wait shows in the Store's count of
+			// statements, which counts each retry of one that found
+			// the database busy.
+			eventually(t, "the Claim found the database busy", func() bool { return s.Stats().Statements >= sent+2 })
 		}
 		cancel()
 		select {
