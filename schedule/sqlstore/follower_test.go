@@ -185,7 +185,7 @@ func (f *followers) start(node string) {
 	t := f.t
 	t.Helper()
 	env := []string{envDriver + "=" + f.b.driver, envDSN + "=" + f.dsn, envTable + "=" + tableFor(t)}
-	p := startProc(t, "follower", node, env, 30*time.Second, func(line string) bool {
+	p := startProc(t, "follower", node, env, patience, func(line string) bool {
 		ready, err := f.parse(node, line)
 		if err != nil {
 			t.Errorf("%s: %v", node, err)

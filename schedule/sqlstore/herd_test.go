@@ -95,7 +95,7 @@ func startHerd(t *testing.T, b backend, dsn, node string, c herdConfig) *herdPro
 	arg, _ := json.Marshal(c)
 	p := &herdProc{due: c.Due}
 	env := []string{envDriver + "=" + b.driver, envDSN + "=" + dsn, envTable + "=" + tableFor(t), envArg + "=" + string(arg)}
-	p.replicaProc = startProc(t, "herd", node, env, 60*time.Second, func(line string) bool {
+	p.replicaProc = startProc(t, "herd", node, env, patience, func(line string) bool {
 		if line == "ready" {
 			return true
 		}
