@@ -1,8 +1,12 @@
 package sqlstore_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // patience bounds the wait for something that must happen: a catch-up, a
@@ -47,4 +51,24 @@ func withLease(t *testing.T, base time.Duration, f func(lease time.Duration) (to
 		}
 		t.Logf("too slow to tell with a lease of %v: again with %v", lease, 2*lease)
 	}
+}
+
+// outlived reports whether err says that a call ran out of time: the
+// context of a Store's Claim or Renew ends a lease after the call, which a
+// call on a busy machine may outlast when the lease is short. A test under
+// withLease then reports that it could not tell.
+func outlived(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// within reports whether a call bounded by a lease was done within it: it
+// returns false if err says the call outlived it, and fails t if err is
+// any other error.
+func within(t *testing.T, err error, msgAndArgs ...any) bool {
+	t.Helper()
+	if outlived(err) {
+		return false
+	}
+	require.NoError(t, err, msgAndArgs...)
+	return true
 }
