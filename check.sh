@@ -14,9 +14,10 @@
 # schedule/sqlstore's tests, which mostly wait on real time, real processes
 # and real databases, run beside the other steps, which mostly compute.
 #
-# ./check.sh -long adds the slow checks: the explorers at their exhaustive
-# depths, and the herd of 100,000 jobs on three replica processes, on SQLite
-# and PostgreSQL, at the default lease.
+# ./check.sh -long adds the slow checks: the explorers at their long depths
+# (CIRCULATION_EXPLORE=long: minutes, where the default depths, which catch
+# every known mutant, take seconds), and the herd of 100,000 jobs on three
+# replica processes, on SQLite and PostgreSQL, at the default lease.
 #
 # ./check.sh -busy runs the checks while loops keep every core busy
 # (.ci/busy), as on a machine shared with other work: no test may depend on
@@ -75,9 +76,7 @@ if $write_api; then
 	exit 0
 fi
 
-# The explorers' depth: CIRCULATION_EXPLORE=long explores as deep as the
-# explorers go in minutes, rather than the default depths, which catch
-# every known mutant in seconds (docs/testing.md).
+# The explorers' depth (docs/testing.md).
 if $long; then
 	export CIRCULATION_EXPLORE=${CIRCULATION_EXPLORE:-long}
 fi
