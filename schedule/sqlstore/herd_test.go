@@ -85,7 +85,6 @@ func herdReplica() error {
 // A herdProc is a running herd replica and what it printed.
 type herdProc struct {
 	*replicaProc
-	due time.Time // the herd's
 	mu  sync.Mutex
 	got []string
 }
@@ -93,7 +92,7 @@ type herdProc struct {
 func startHerd(t *testing.T, b backend, dsn, node string, c herdConfig) *herdProc {
 	t.Helper()
 	arg, _ := json.Marshal(c)
-	p := &herdProc{due: c.Due}
+	p := new(herdProc)
 	env := []string{envDriver + "=" + b.driver, envDSN + "=" + dsn, envTable + "=" + tableFor(t), envArg + "=" + string(arg)}
 	p.replicaProc = startProc(t, "herd", node, env, patience, func(line string) bool {
 		if line == "ready" {
@@ -113,37 +112,60 @@ func (p *herdProc) lines2() []string {
 	return append([]string(nil), p.got...)
 }
 
-// startHerds starts three herd replicas of c on a new table of b, each
-// with Due a margin after the first was started, and returns them with the
-// table's dsn once all are ready. A herd falls due on replicas that are all
-// ready: if they were not ready by Due, the machine being busy, it kills
-// them and starts three more, on a new table, with twice the margin.
-func startHerds(t *testing.T, b backend, c herdConfig, margin time.Duration) ([]*herdProc, string) {
+// startHerds starts three herd replicas of c on a new table of b, with
+// Due a margin after the first was started, and returns them, with the
+// table's dsn and c as they run it, once all are ready.
+//
+// A herd falls due on replicas that are all ready: if they were not ready
+// by Due, the machine being busy, startHerds kills them and starts three
+// more, on a new table, with the due time further off. And a herd's lease
+// is at least herdReadyLeases times what the replicas took to start their
+// jobs, unless fixedLease: a herd drains as much slower as its replicas
+// start, and a claim that waits longer than its lease for its statement
+// times out (a Once slot is then Skipped, never run), or one that waits
+// for its finish is taken over and runs twice, as the docs say of such
+// writes. On a quiet machine the lease is c's: the replicas start a herd
+// of 3,000 in 2s under the race detector, on SQLite.
+func startHerds(t *testing.T, b backend, c herdConfig, margin time.Duration, fixedLease bool) ([]*herdProc, string, herdConfig) {
 	t.Helper()
 	for {
 		dsn := b.dsn(t)
 		newStore(t, b, dsn)
-		c.Due = time.Now().Add(margin)
+		start := time.Now()
+		c.Due = start.Add(margin)
 		var ps []*herdProc
 		for i := range 3 {
 			ps = append(ps, startHerd(t, b, dsn, fmt.Sprint("n", i), c))
 		}
-		late := time.Since(c.Due)
-		if late < 0 {
-			return ps, dsn
+		took := time.Since(start)
+		if time.Now().Before(c.Due) && (fixedLease || c.Lease >= herdReadyLeases*took) {
+			t.Logf("the replicas were ready in %v, %v before the due time; lease %v", took.Round(time.Millisecond),
+				time.Until(c.Due).Round(time.Millisecond), c.Lease)
+			return ps, dsn, c
 		}
-		t.Logf("the replicas were ready %v after the due time, %v after their start: again, with %v", late.Round(time.Millisecond), (margin + late).Round(time.Millisecond), 2*margin)
+		// Again, with room for the next start to take twice as long.
+		next := max(margin, 2*took).Round(time.Second)
+		lease := c.Lease
+		if !fixedLease {
+			lease = max(lease, 2*herdReadyLeases*took).Round(time.Second)
+		}
+		t.Logf("the replicas were ready in %v, due %v after their start, lease %v: again, due %v after the start, lease %v",
+			took.Round(time.Millisecond), margin, c.Lease, next, lease)
 		for _, p := range ps {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 			_ = p.cmd.Wait()
 		}
-		if margin >= 4*time.Minute {
-			t.Fatalf("the replicas were not ready within %v", margin)
+		if took >= patience {
+			t.Fatalf("the replicas took %v to be ready", took)
 		}
-		margin *= 2
+		margin, c.Lease = next, lease
 	}
 }
+
+// herdReadyLeases is how many times what a herd's replicas took to start
+// their jobs its lease lasts at least (startHerds).
+const herdReadyLeases = 4
 
 // herdLease is the lease of the herd tests: shorter than a herd of 10,000
 // took to drain before claims were batched (6.5 s on SQLite). Under the
@@ -200,10 +222,9 @@ func TestHerdExactlyOnce(t *testing.T) {
 		if os.Getenv("SQLSTORE_HERD_JOBS") != "" {
 			lease = 30 * time.Second // the long checks: the default lease
 		}
-		c := herdConfig{Jobs: n, Lease: lease}
-		ps, dsn := startHerds(t, b, c, 5*time.Second+time.Duration(n/10_000)*time.Second)
-		c.Due = ps[0].due
-		awaitSucceeded(t, b, dsn, n, time.Until(c.Due)+time.Minute)
+		ps, dsn, c := startHerds(t, b, herdConfig{Jobs: n, Lease: lease}, 5*time.Second+time.Duration(n/10_000)*time.Second,
+			os.Getenv("SQLSTORE_HERD_JOBS") != "")
+		awaitSucceeded(t, b, dsn, n, time.Until(c.Due)+max(patience, 2*c.Lease))
 		took := time.Since(c.Due)
 		for _, p := range ps {
 			p.stdin.Close()
@@ -232,7 +253,7 @@ func TestHerdExactlyOnce(t *testing.T) {
 		if len(starts) != n || twice > 0 {
 			t.Errorf("%d of %d jobs ran, %d of them more than once", len(starts), n, twice)
 		}
-		t.Logf("%d jobs due at once in 3 processes, lease %v: every one recorded %v after the due time", n, lease, took.Round(time.Millisecond))
+		t.Logf("%d jobs due at once in 3 processes, lease %v: every one recorded %v after the due time", n, c.Lease, took.Round(time.Millisecond))
 	})
 }
 
@@ -249,16 +270,14 @@ func TestHerdKillDuringBatchedClaims(t *testing.T) {
 		if race {
 			n = 3000
 		}
-		c := herdConfig{Jobs: n, Lease: herdLease, Slow: 500 * time.Millisecond}
-		ps, dsn := startHerds(t, b, c, 6*time.Second)
-		c.Due = ps[0].due
+		ps, dsn, c := startHerds(t, b, herdConfig{Jobs: n, Lease: herdLease, Slow: 500 * time.Millisecond}, 6*time.Second, false)
 		victim := ps[0]
 		time.Sleep(time.Until(c.Due.Add(20 * time.Millisecond)))
 		_ = victim.cmd.Process.Kill()
 		<-victim.done
 		_ = victim.cmd.Wait()
 		killed := time.Now()
-		awaitSucceeded(t, b, dsn, n, time.Minute)
+		awaitSucceeded(t, b, dsn, n, max(patience, 2*c.Lease))
 		took := time.Since(killed)
 		for _, p := range ps[1:] {
 			p.stdin.Close()
