@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
@@ -22,16 +21,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestRun runs the demonstration on SQLite: it ends within 10s, every
-// slot ran once, and the killed slot was taken over.
+// TestRun runs the demonstration on SQLite: every slot ran once, and the
+// killed slot was taken over. (How long it takes is a busy machine's to
+// say: the program bounds its own wait.)
 func TestRun(t *testing.T) {
 	var out strings.Builder
-	start := time.Now()
 	if err := run(&out, ""); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %v, want under 10s", d)
 	}
 	for _, want := range []string{"is killed (SIGKILL) mid-run", "takes the slot over", "each run to its end exactly once", "attempt 2, reason Recovered"} {
 		if !strings.Contains(out.String(), want) {
