@@ -155,24 +155,44 @@ var exBases = []uint32{0, versionMask - 1}
 // exSerial is the serial the exploration gives version v0 at its start.
 func exSerial(v0 uint32) uint64 { return 1<<32 + uint64(v0) }
 
+// exploreDepth returns how deep the explorers go, as CIRCULATION_EXPLORE
+// says: "full" explores everything the configurations can build (tens of
+// minutes, and gigabytes of memory); "long", which ./check.sh -long sets,
+// goes as deep as the explorers go in about a minute each; by default they
+// go as deep as it takes to catch every known mutant, which the mutant
+// tests check at that depth. With -short, or under the race detector,
+// which slows the explorers sevenfold and has nothing to find in them
+// (they run on one goroutine), "short" unless CIRCULATION_EXPLORE is
+// "full".
+func exploreDepth() string {
+	switch env := os.Getenv("CIRCULATION_EXPLORE"); {
+	case env == "full":
+		return "full"
+	case testing.Short() || raceEnabled:
+		return "short"
+	case env == "long":
+		return "long"
+	}
+	return "default"
+}
+
 // exBudget returns the size of the exploration: how many actors a
 // configuration starts at most, and how often f may return true and panic
 // in one interleaving.
 //
-// By default configurations start up to 4 actors, 3 with a storm (about 15
-// seconds). With -short, or under the race detector, which slows the
-// explorer sevenfold and has nothing to find in it (it runs on one
-// goroutine), they start up to 3. CIRCULATION_EXPLORE=full explores
-// everything exConfigs can build: up to 5 actors (4 with a storm), and f
+// By default, and with -short or under the race detector, configurations
+// start up to 3 actors, in which every mutant of exMutants shows (about a
+// second). "long" starts up to 4, 3 with a storm (about 40 seconds from
+// each starting version); "full" up to 5 actors (4 with a storm), and f
 // returning true twice (many minutes, and gigabytes of memory).
 func exBudget() (maxActors int, okBudget, panicBudget uint8) {
-	switch {
-	case os.Getenv("CIRCULATION_EXPLORE") == "full":
+	switch exploreDepth() {
+	case "full":
 		return 5, 2, 1
-	case testing.Short() || raceEnabled:
-		return 3, 1, 1
+	case "long":
+		return 4, 1, 1
 	}
-	return 4, 1, 1
+	return 3, 1, 1
 }
 
 func TestExploreStateProtocol(t *testing.T) {

@@ -273,8 +273,9 @@ func with(change func(*transitions)) transitions {
 }
 
 func TestExploreMutants(t *testing.T) {
-	// Every mutant shows in a configuration of three actors: the smallest
-	// budget keeps the mutants that only fail across the wrap quick.
+	// Every mutant shows in a configuration of three actors, the default
+	// depth (exBudget): the smallest budget keeps the mutants that only
+	// fail across the wrap quick.
 	const maxActors, ok, panics = 3, 1, 1
 	for _, m := range exMutants {
 		t.Run(strings.ReplaceAll(m.name, " ", "_"), func(t *testing.T) {

@@ -2,7 +2,6 @@ package circulation
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -82,14 +81,16 @@ func exShapeConfigs(v0 uint32, maxActors int, ok, panics uint8) []exConfig {
 // exShapeBudget is exBudget for the shape exploration: configurations of
 // up to two actors (a situation's and the operations'), f returning true
 // once and panicking once in each interleaving (4.3 million states for
-// each starting version, about 8 seconds). Under the race detector or
-// -short, f does neither (44 thousand states, under a second).
-// CIRCULATION_EXPLORE=full starts up to three actors (tens of minutes).
+// each starting version, about 8 seconds), by default and under "long"
+// alike: the mutant "reassert ignores the within bit" shows only with
+// both. Under the race detector or -short, f does neither (44 thousand
+// states, under a second). "full" starts up to three actors (tens of
+// minutes).
 func exShapeBudget() (maxActors int, okBudget, panicBudget uint8) {
-	switch {
-	case os.Getenv("CIRCULATION_EXPLORE") == "full":
+	switch exploreDepth() {
+	case "full":
 		return 3, 1, 1
-	case testing.Short() || raceEnabled:
+	case "short":
 		return 2, 0, 0
 	}
 	return 2, 1, 1

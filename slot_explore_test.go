@@ -80,7 +80,6 @@ package circulation
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -367,26 +366,37 @@ type slRun struct {
 	maxShots int
 }
 
-// slRuns returns the explorations to run. By default: up to 3 operations
-// and 3 shots on RuntimeScheduler, up to 2 operations on a misbehaving
-// Scheduler, both with the versions wrapping. With -short or under the race detector: smaller.
-// CIRCULATION_EXPLORE=full: up to 3 operations, from both bases, with up
-// to 4 shots on RuntimeScheduler and 3 on the misbehaving Scheduler (4 take
-// more than 20 GB there); this takes minutes and a few gigabytes.
+// slOps and slShots are the default depth of the slot's exploration on
+// RuntimeScheduler with a callback delayed once at most: up to 3
+// operations and 2 shots, the depth at which every mutant of slMutants
+// shows (TestExploreSlotMutants explores them there).
+const slOps, slShots = 3, 2
+
+// slRuns returns the explorations to run. By default: up to slOps
+// operations and slShots shots on RuntimeScheduler, up to 2 operations and
+// 3 shots with callbacks delayed twice and on a misbehaving Scheduler,
+// all with the versions wrapping (seconds). "long" (exploreDepth) allows
+// 3 shots with up to 3 operations (about a minute); with -short or under
+// the race detector: smaller. "full": up to 3 operations, from both bases,
+// with up to 4 shots on RuntimeScheduler and 3 on the misbehaving
+// Scheduler (4 take more than 20 GB there); this takes minutes and a few
+// gigabytes.
 func slRuns() []slRun {
 	const wrap = versionMask - 1
 	good, good2, bad := slModel{delays: 1}, slModel{delays: 2}, slModel{misbehave: true}
-	switch {
-	case os.Getenv("CIRCULATION_EXPLORE") == "full":
+	switch exploreDepth() {
+	case "full":
 		var runs []slRun
 		for _, v0 := range exBases {
 			runs = append(runs, slRun{good2, v0, 3, 4}, slRun{bad, v0, 3, 3})
 		}
 		return runs
-	case testing.Short() || raceEnabled:
+	case "short":
 		return []slRun{{good2, wrap, 2, 3}, {bad, wrap, 1, 3}}
+	case "long":
+		return []slRun{{good, wrap, 3, 3}, {good2, wrap, 2, 3}, {bad, wrap, 2, 3}}
 	}
-	return []slRun{{good, wrap, 3, 3}, {good2, wrap, 2, 3}, {bad, wrap, 2, 3}}
+	return []slRun{{good, wrap, slOps, slShots}, {good2, wrap, 2, 3}, {bad, wrap, 2, 3}}
 }
 
 func TestExploreSlotProtocol(t *testing.T) {
@@ -415,7 +425,7 @@ var slMutants = []struct {
 	mutant    string
 	misbehave bool
 	want      string
-	delays    int // 0: 1, with up to 3 operations; 2: with up to 2
+	delays    int // 0: 1, with up to slOps operations; 2: with up to 2
 }{
 	{"disarm does not check the version after putting a shot back", false, "the superseded shot", 0},
 	{"arm does not check the version after settle", false, "the superseded shot", 0},
@@ -438,11 +448,11 @@ func TestExploreSlotMutants(t *testing.T) {
 		t.Run(strings.ReplaceAll(mu.mutant, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			m := slModel{misbehave: mu.misbehave, mutant: mu.mutant, delays: 1}
-			ops := 3
+			ops := slOps
 			if mu.delays == 2 {
 				m.delays, ops = 2, 2
 			}
-			_, trace := slExplore(m, slConfigs(versionMask-1, ops, 3, m))
+			_, trace := slExplore(m, slConfigs(versionMask-1, ops, slShots, m))
 			switch {
 			case trace == "":
 				t.Fatalf("the explorer accepts the mutant %q", mu.mutant)

@@ -823,8 +823,9 @@ func svExplore(t svT, flow string, budget uint8, small bool) (bad, config string
 // explore the small set of configurations (with one caller) only.
 //
 // By default: once, every configuration (seconds). Under the race detector
-// or with -short: once, the small set. SUPERVISOR_EXPLORE_BUDGET=n raises
-// the budget to n, over every configuration (2: half a minute).
+// or with -short: once, the small set. "long" (exploreDepth): twice, every
+// configuration (half a minute). SUPERVISOR_EXPLORE_BUDGET=n sets the
+// budget to n, over every configuration.
 func svBudget(t *testing.T) (budget uint8, small bool) {
 	if s := os.Getenv("SUPERVISOR_EXPLORE_BUDGET"); s != "" {
 		var b uint8
@@ -832,6 +833,9 @@ func svBudget(t *testing.T) (budget uint8, small bool) {
 			t.Fatalf("SUPERVISOR_EXPLORE_BUDGET=%q: want 1 to 4", s)
 		}
 		return b, false
+	}
+	if exploreDepth() == "long" {
+		return 2, false
 	}
 	return 1, svRace || testing.Short()
 }

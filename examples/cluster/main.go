@@ -17,7 +17,7 @@
 //	go run .
 //	go run . -dsn postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 //
-// The program ends within 15 seconds, with a summary read from the store.
+// The program ends in a few seconds, with a summary read from the store.
 package main
 
 import (

@@ -128,13 +128,14 @@ func TestBadInputExitsWithStatus2(t *testing.T) {
 	}.Check(t)
 }
 
-// The real program, on the real clock, ends within 10 seconds.
+// The real program, on the real clock, tells its three acts, and the
+// replicas run no slot twice. How many runs are in flight at once depends
+// on when a busy machine ends them: the tests above check it on the fake
+// clock.
 func TestRunsFromTheCommandLine(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
 	stdout, stderr, code := cmdtest.Run(t)
 	assert.Equal(t, 0, code, stderr)
-	assert.Less(t, time.Since(start), 10*time.Second)
-	assert.Contains(t, stdout, "act 1 over: most runs in flight at once: skip 1, buffer 1, replace 1, allow 2\n")
+	assert.Regexp(t, `act 1 over: most runs in flight at once: skip 1, buffer 1, replace 1, allow \d+\n`, stdout)
 	assert.Contains(t, stdout, "slots ran, 0 of them more than once\n")
 }

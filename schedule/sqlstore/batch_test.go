@@ -178,28 +178,42 @@ func TestBatchedPrune(t *testing.T) {
 // once each, up to its limit.
 func TestExpired(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		s := newStore(t, b, b.dsn(t), sqlstore.WithLease(100*time.Millisecond))
-		for _, job := range []string{"a", "b", "c"} {
-			require.NoError(t, s.Claim(ctx, running(job, 0, "n")))
-			require.NoError(t, s.Claim(ctx, running(job, 1, "n")))
-		}
-		done := running("c", 0, "n")
-		done.Status = schedule.Succeeded
-		require.NoError(t, s.Finish(ctx, done))
-		names, err := s.Expired(ctx, 10)
-		require.NoError(t, err)
-		assert.Empty(t, names, "no lease has expired yet")
-		time.Sleep(150 * time.Millisecond)
-		require.NoError(t, s.Renew(ctx, running("c", 1, "n")), "c's lease is alive again")
-		names, err = s.Expired(ctx, 10)
-		require.NoError(t, err)
-		assert.ElementsMatch(t, []string{"a", "b"}, names)
-		names, err = s.Expired(ctx, 1)
-		require.NoError(t, err)
-		assert.Len(t, names, 1)
-		names, err = s.Expired(ctx, 0)
-		require.NoError(t, err)
-		assert.Empty(t, names)
+		withLease(t, 100*time.Millisecond, func(lease time.Duration) bool {
+			s := newStore(t, b, b.dsn(t), sqlstore.WithLease(lease))
+			first := time.Now() // before any lease was stamped
+			for _, job := range []string{"a", "b", "c"} {
+				if !within(t, s.Claim(ctx, running(job, 0, "n"))) || !within(t, s.Claim(ctx, running(job, 1, "n"))) {
+					return false
+				}
+			}
+			done := running("c", 0, "n")
+			done.Status = schedule.Succeeded
+			require.NoError(t, s.Finish(ctx, done))
+			names, err := s.Expired(ctx, 10)
+			require.NoError(t, err)
+			if time.Since(first) >= lease {
+				return false
+			}
+			assert.Empty(t, names, "no lease has expired yet")
+			time.Sleep(lease * 3 / 2) // every lease stamped so far expires
+			renewed := time.Now()
+			if !within(t, s.Renew(ctx, running("c", 1, "n")), "c's lease is alive again") {
+				return false
+			}
+			names, err = s.Expired(ctx, 10)
+			require.NoError(t, err)
+			if time.Since(renewed) >= lease {
+				return false
+			}
+			assert.ElementsMatch(t, []string{"a", "b"}, names)
+			names, err = s.Expired(ctx, 1)
+			require.NoError(t, err)
+			assert.Len(t, names, 1)
+			names, err = s.Expired(ctx, 0)
+			require.NoError(t, err)
+			assert.Empty(t, names)
+			return true
+		})
 	})
 }
 

@@ -13,7 +13,9 @@ import (
 // A Claim on SQLite while another connection holds the write lock ends
 // within its lease, as a claim on PostgreSQL waiting on a row lock does:
 // the driver's busy timeout, which SQLiteDSN keeps short (it was 10s),
-// does not hold it longer.
+// does not hold it longer. The bound leaves a loaded machine two seconds
+// to end the claim once its lease is over, far less than that busy
+// timeout, or the Store's own wait for the lock (busyWait, 30s).
 func TestSQLiteBusyClaimIsBoundedByTheLease(t *testing.T) {
 	b := backends()[0]
 	dsn := b.dsn(t)
@@ -31,5 +33,6 @@ func TestSQLiteBusyClaimIsBoundedByTheLease(t *testing.T) {
 	took := time.Since(start)
 	require.Error(t, err)
 	t.Logf("claim failed after %v: %v", took, err)
-	assert.Less(t, took, 2*lease, "the claim waited past its lease")
+	assert.GreaterOrEqual(t, took, lease-time.Millisecond, "the claim gave up before its lease ended")
+	assert.Less(t, took, lease+2*time.Second, "the claim waited past its lease")
 }

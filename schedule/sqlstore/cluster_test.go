@@ -228,7 +228,7 @@ func (c *cluster) start(node string) *replicaProc {
 	arg, _ := json.Marshal(c.cfg)
 	env := []string{envDriver + "=" + c.b.driver, envDSN + "=" + c.dsn, envTable + "=" + c.table, envArg + "=" + string(arg),
 		envMutant + "=" + c.cfg.Mutant}
-	p := startProc(t, "replica", node, env, 30*time.Second, func(line string) bool {
+	p := startProc(t, "replica", node, env, patience, func(line string) bool {
 		e, err := parseEvent(node, line)
 		if err != nil {
 			t.Errorf("%s: %v", node, err)
@@ -311,14 +311,14 @@ func (c *cluster) settled() time.Time {
 	return time.Now().Add(-c.cfg.MaxRun - 300*time.Millisecond)
 }
 
-// await waits, for up to 15s, until an observer has seen a Succeeded
+// await waits, for up to patience, until an observer has seen a Succeeded
 // record of each slot in (from, to], before the replicas are stopped: a
 // stop cancels the claims in flight, and a loaded machine (the race
 // detector, other work) may start a run later than settled allows. A slot
 // that is truly lost fails the checks that follow.
 func (c *cluster) await(from, to time.Time) {
 	slots := c.slotsBetween(from, to)
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		ok := map[int64]bool{}
 		for _, e := range c.snapshot() {
 			if e.kind == "rec" && e.status == schedule.Succeeded {

@@ -166,7 +166,7 @@ func (f *fleet) start(node string) {
 	arg, _ := json.Marshal(f.cfg)
 	env := []string{envDriver + "=" + f.b.driver, envDSN + "=" + f.dsn, envTable + "=" + f.table, envArg + "=" + string(arg),
 		envMutant + "=" + f.cfg.Mutant}
-	f.procs[node] = startProc(t, "deploy", node, env, 30*time.Second, func(line string) bool {
+	f.procs[node] = startProc(t, "deploy", node, env, patience, func(line string) bool {
 		e, err := parseDeployEvent(node, line)
 		if err != nil {
 			t.Errorf("%s: %v", node, err)

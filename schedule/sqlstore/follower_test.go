@@ -37,6 +37,7 @@ const (
 // its wall-clock time:
 //
 //	<unixnano> ready
+//	<unixnano> look                                      the Table looks at the Version
 //	<unixnano> state <digest>                            Tasks changed (stateDigest)
 //	<unixnano> start <job> <due> <reason> <businessID>   a run started
 //
@@ -73,7 +74,8 @@ func follower() error {
 					fmt.Fprintf(os.Stderr, "%s %v %v: %s\n", r.Job, r.Due.UTC().Format("15:04:05.0"), r.Status, r.Err)
 				}
 			})))
-	err = tb.Follow(context.Background(), s.Definitions(), cron.WithErrorHandler(func(err error) {
+	src := lookingSource{Source: s.Definitions(), say: say}
+	err = tb.Follow(context.Background(), src, cron.WithErrorHandler(func(err error) {
 		fmt.Fprintf(os.Stderr, "%s following: %v\n", time.Now().UTC().Format("15:04:05.000"), err)
 	}))
 	if err != nil {
@@ -104,6 +106,17 @@ func follower() error {
 	stop, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return tb.Stop(stop)
+}
+
+// lookingSource says "look" as each call of Version begins.
+type lookingSource struct {
+	cron.Source
+	say func(format string, args ...any)
+}
+
+func (s lookingSource) Version(ctx context.Context) (int64, error) {
+	s.say("look")
+	return s.Source.Version(ctx)
 }
 
 // stateDigest describes the tasks a Table runs in one word, for a line:
@@ -162,6 +175,7 @@ type followers struct {
 	dsn    string
 	mu     sync.Mutex
 	states map[string][]followState // by node
+	looks  map[string][]time.Time   // by node
 	runs   []followRun
 	procs  []*replicaProc
 }
@@ -171,7 +185,7 @@ func (f *followers) start(node string) {
 	t := f.t
 	t.Helper()
 	env := []string{envDriver + "=" + f.b.driver, envDSN + "=" + f.dsn, envTable + "=" + tableFor(t)}
-	p := startProc(t, "follower", node, env, 30*time.Second, func(line string) bool {
+	p := startProc(t, "follower", node, env, patience, func(line string) bool {
 		ready, err := f.parse(node, line)
 		if err != nil {
 			t.Errorf("%s: %v", node, err)
@@ -198,6 +212,8 @@ func (f *followers) parse(node, line string) (ready bool, err error) {
 	switch {
 	case w[1] == "ready" && len(w) == 2:
 		return true, nil
+	case w[1] == "look" && len(w) == 2:
+		f.looks[node] = append(f.looks[node], at)
 	case w[1] == "state" && len(w) == 3:
 		f.states[node] = append(f.states[node], followState{at, w[2]})
 	case w[1] == "start" && len(w) == 6:
@@ -232,9 +248,9 @@ func (f *followers) applied(want string, since time.Time) map[string]time.Time {
 }
 
 // awaitApplied waits until every follower has reported want since the
-// time since, for up to d, and returns when each did.
-func (f *followers) awaitApplied(want string, since time.Time, d time.Duration) map[string]time.Time {
-	deadline := time.Now().Add(d)
+// time since, for up to patience, and returns when each did.
+func (f *followers) awaitApplied(want string, since time.Time) map[string]time.Time {
+	deadline := time.Now().Add(patience)
 	for {
 		got := f.applied(want, since)
 		if len(got) == len(f.procs) || time.Now().After(deadline) {
@@ -242,6 +258,20 @@ func (f *followers) awaitApplied(want string, since time.Time, d time.Duration) 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// looksBetween returns how many looks at the Version node began in [from,
+// to).
+func (f *followers) looksBetween(node string, from, to time.Time) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, at := range f.looks[node] {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
 }
 
 // latest returns each follower's latest state.

@@ -56,7 +56,7 @@ func TestBusyJobRunsTheExpiredClaim(t *testing.T) {
 		require.NoError(t, j.Start(ctx))
 		select {
 		case <-done:
-		case <-time.After(20 * lease):
+		case <-time.After(patience):
 		}
 		require.NoError(t, j.Stop(ctx))
 

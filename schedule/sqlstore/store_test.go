@@ -143,67 +143,95 @@ func TestClaimRace(t *testing.T) {
 	})
 }
 
+// TestLeaseTakeover: a claim renewed within its lease is not taken over;
+// once its renewals stop, it is, a lease after the last one, and the
+// first owner's writes are refused. The renewals and the takeover are
+// timed by the calls' own instants, as in TestLeaseIgnoresNodeClocks.
 func TestLeaseTakeover(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		const lease = 300 * time.Millisecond
-		dsn := b.dsn(t)
-		sa := newStore(t, b, dsn, sqlstore.WithLease(lease))
-		sb := newStore(t, b, dsn, sqlstore.WithLease(lease))
-		assert.Equal(t, lease, sb.Lease())
+		withLease(t, 300*time.Millisecond, func(lease time.Duration) bool {
+			const precision = time.Millisecond // of the database's timestamps, with room to spare
+			dsn := b.dsn(t)
+			sa := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			sb := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			assert.Equal(t, lease, sb.Lease())
 
-		_, err := sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
-		require.ErrorIs(t, err, schedule.ErrNoRecord, "nothing claimed")
-		r := running("j", 0, "a")
-		require.NoError(t, sa.Claim(ctx, r))
-		renewed := time.Now()
-		_, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
-		require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease is fresh")
-
-		// Renewing keeps the slot for longer than one lease.
-		for range 4 {
-			time.Sleep(lease / 3)
-			require.NoError(t, sa.Renew(ctx, r))
-			renewed = time.Now()
-			_, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
-			require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease was renewed")
-		}
-
-		// Without renewals, b takes the slot over once the lease expired.
-		var got schedule.Record
-		deadline := time.Now().Add(10 * lease)
-		for {
-			got, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
-			if err == nil {
-				break
+			_, err := sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
+			if outlived(err) {
+				return false
 			}
-			require.ErrorIs(t, err, schedule.ErrNoRecord)
-			require.True(t, time.Now().Before(deadline), "no takeover within 10 leases")
-			time.Sleep(lease / 20)
-		}
-		took := time.Since(renewed)
-		// The database's clock is this machine's; allow its rounding.
-		assert.GreaterOrEqual(t, took, lease-5*time.Millisecond, "taken over before the lease expired")
-		assert.True(t, got.Due.Equal(r.Due))
-		assert.Equal(t, "b", got.Node)
-		assert.Equal(t, 2, got.Attempt)
-		assert.Equal(t, schedule.Recovered, got.Reason)
-		assert.Equal(t, schedule.Running, got.Status)
+			require.ErrorIs(t, err, schedule.ErrNoRecord, "nothing claimed")
+			r := running("j", 0, "a")
+			renewCalled := time.Now()
+			if !within(t, sa.Claim(ctx, r)) {
+				return false
+			}
+			renewed := time.Now()
+			_, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
+			if outlived(err) || time.Since(renewCalled) >= lease {
+				return false
+			}
+			require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease is fresh")
 
-		_, err = sa.Reclaim(ctx, "j", "a", schedule.Concurrency{})
-		require.ErrorIs(t, err, schedule.ErrNoRecord, "the new claim has a fresh lease")
-		require.ErrorIs(t, sa.Renew(ctx, r), schedule.ErrLeaseLost)
-		r.Status = schedule.Succeeded
-		require.ErrorIs(t, sa.Finish(ctx, r), schedule.ErrLeaseLost)
+			// Renewing keeps the slot for longer than one lease.
+			for range 4 {
+				time.Sleep(lease / 3)
+				renewCalled = time.Now()
+				if !within(t, sa.Renew(ctx, r)) {
+					return false
+				}
+				renewed = time.Now()
+				_, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
+				if outlived(err) || time.Since(renewCalled) >= lease {
+					return false
+				}
+				require.ErrorIs(t, err, schedule.ErrNoRecord, "the lease was renewed")
+			}
 
-		require.NoError(t, sb.Renew(ctx, got))
-		got.Status, got.End = schedule.Succeeded, time.Now()
-		require.NoError(t, sb.Finish(ctx, got))
-		require.ErrorIs(t, sb.Renew(ctx, got), schedule.ErrLeaseLost, "a finished run has no lease")
-		last, err := sa.Last(ctx, "j")
-		require.NoError(t, err)
-		assert.Equal(t, schedule.Succeeded, last.Status)
-		assert.Equal(t, "b", last.Node)
-		assert.Equal(t, 2, last.Attempt)
+			// Without renewals, b takes the slot over once the lease expired.
+			var got schedule.Record
+			for {
+				called := time.Now()
+				got, err = sb.Reclaim(ctx, "j", "b", schedule.Concurrency{})
+				if err == nil {
+					break
+				}
+				if outlived(err) {
+					return false
+				}
+				require.ErrorIs(t, err, schedule.ErrNoRecord)
+				require.Less(t, called.Sub(renewed), lease+precision,
+					"not taken over by a Reclaim called after the lease ran out")
+				time.Sleep(lease / 20)
+			}
+			assert.GreaterOrEqual(t, time.Since(renewCalled), lease-precision, "taken over before the lease expired")
+			assert.True(t, got.Due.Equal(r.Due))
+			assert.Equal(t, "b", got.Node)
+			assert.Equal(t, 2, got.Attempt)
+			assert.Equal(t, schedule.Recovered, got.Reason)
+			assert.Equal(t, schedule.Running, got.Status)
+
+			reclaimed := time.Now()
+			_, err = sa.Reclaim(ctx, "j", "a", schedule.Concurrency{})
+			if outlived(err) || time.Since(reclaimed) >= lease {
+				return false
+			}
+			require.ErrorIs(t, err, schedule.ErrNoRecord, "the new claim has a fresh lease")
+			require.ErrorIs(t, sa.Renew(ctx, r), schedule.ErrLeaseLost)
+			r.Status = schedule.Succeeded
+			require.ErrorIs(t, sa.Finish(ctx, r), schedule.ErrLeaseLost)
+
+			require.NoError(t, sb.Renew(ctx, got))
+			got.Status, got.End = schedule.Succeeded, time.Now()
+			require.NoError(t, sb.Finish(ctx, got))
+			require.ErrorIs(t, sb.Renew(ctx, got), schedule.ErrLeaseLost, "a finished run has no lease")
+			last, err := sa.Last(ctx, "j")
+			require.NoError(t, err)
+			assert.Equal(t, schedule.Succeeded, last.Status)
+			assert.Equal(t, "b", last.Node)
+			assert.Equal(t, 2, last.Attempt)
+			return true
+		})
 	})
 }
 
@@ -213,18 +241,22 @@ func TestReclaimRace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		// The dead node's claims expire quickly; the reclaimers' leases
 		// outlast the test, so that each claim is taken over once.
-		const lease = 100 * time.Millisecond
-		dsn := b.dsn(t)
-		dead := newStore(t, b, dsn, sqlstore.WithLease(lease))
-		var stores [3]*sqlstore.Store
-		for i := range stores {
-			stores[i] = newStore(t, b, dsn, sqlstore.WithLease(time.Minute))
-		}
 		const n = 30
-		for i := range n {
-			require.NoError(t, dead.Claim(ctx, running("j", i, "dead")))
-		}
-		time.Sleep(lease + 20*time.Millisecond)
+		var stores [3]*sqlstore.Store
+		withLease(t, 100*time.Millisecond, func(lease time.Duration) bool {
+			dsn := b.dsn(t)
+			dead := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			for i := range stores {
+				stores[i] = newStore(t, b, dsn, sqlstore.WithLease(time.Minute))
+			}
+			for i := range n {
+				if !within(t, dead.Claim(ctx, running("j", i, "dead"))) {
+					return false
+				}
+			}
+			time.Sleep(lease + 20*time.Millisecond)
+			return true
+		})
 		var mu sync.Mutex
 		got := map[int64]int{}
 		var wg sync.WaitGroup
@@ -399,12 +431,15 @@ func TestClaimOutlivesCancel(t *testing.T) {
 
 		cctx, cancel := context.WithCancel(ctx)
 		claimed := make(chan error, 1)
+		sent := s.Stats().Statements
 		go func() { claimed <- s.Claim(cctx, running("j", 0, "a")) }()
 		if b.dialect == sqlstore.PostgreSQL {
 			waitForLock(t, db, "INSERT INTO "+tableFor(t))
 		} else {
-			// SQLite's busy wait cannot be seen from outside.
-			time.Sleep(300 * time.Millisecond)
+			// SQLite's busy wait shows in the Store's count of
+			// statements, which counts each retry of one that found
+			// the database busy.
+			eventually(t, "the Claim found the database busy", func() bool { return s.Stats().Statements >= sent+2 })
 		}
 		cancel()
 		select {
