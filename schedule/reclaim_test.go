@@ -357,139 +357,142 @@ func TestRunAttempt(t *testing.T) {
 // end, as Recovered, on one replica or the other, and the two never run
 // two runs at once between them unless the policy is OverlapAllow.
 //
-// The lease is real time: a replica stalled past a lease (a loaded
-// machine) rightly loses it, and its slot is taken over and may run twice,
-// which the design does not promise against. The store names the nodes
-// whose lease of each slot was taken over; exactly-once is asserted for
-// the slots none of whose started runs lost its lease, which must be most
-// of them.
+// The clock is synctest's, so that a loaded machine cannot stall a run past
+// its lease of 50 ms; the runs still interleave as the scheduler has them.
+// A replica that did lose a lease (its run outlived it) rightly has its
+// slot taken over, which may run twice, which the design does not promise
+// against. The store names the nodes whose lease of each slot was taken
+// over; exactly-once is asserted for the slots none of whose started runs
+// lost its lease, which must be most of them.
 func TestReclaimStress(t *testing.T) {
 	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow} {
 		t.Run(o.String(), func(t *testing.T) {
 			t.Parallel()
-			const dead = 40
-			store := newLeaseStoreKeep(50*time.Millisecond, 1<<14)
-			base := time.Now().Add(-time.Hour).Truncate(time.Second)
-			for i := range dead {
-				r := schedule.Record{Job: "j", Due: base.Add(time.Duration(i) * time.Millisecond), Status: schedule.Running, Node: "dead", Attempt: 1}
-				require.NoError(t, store.Claim(context.Background(), r))
-			}
-			store.mu.Lock()
-			for due, l := range store.leases { // the dead node's leases have expired
-				l.until = time.Now().Add(-time.Millisecond)
-				store.leases[due] = l
-			}
-			store.mu.Unlock()
-			var mu sync.Mutex
-			recovered := map[time.Time]int{}  // runs of each planted slot that reached their end
-			attempts := map[time.Time][]int{} // the attempts of each Recovered slot that started a run
-			var bad []string
-			// The runs in flight on both replicas, by number; the pairs of
-			// runs that were in flight at once; the runs whose lease was
-			// lost or given up (a stall past a lease, which may overlap
-			// the run that took over or came next).
-			flying := map[int]bool{}
-			var pairs [][2]int
-			leaseGone := map[int]bool{}
-			runs := 0
-			var jobs []*schedule.Job
-			for _, node := range []string{"a", "b"} {
-				j := schedule.NewJob("j", schedule.Every(2*time.Millisecond), func(ctx context.Context, r schedule.Run) error {
-					mu.Lock()
-					if r.Reason == schedule.Recovered {
-						attempts[r.Due] = append(attempts[r.Due], r.Attempt)
-					}
-					runs++
-					id := runs
-					for other := range flying {
-						pairs = append(pairs, [2]int{id, other})
-					}
-					flying[id] = true
-					mu.Unlock()
-					select {
-					case <-time.After(time.Duration(rand.IntN(3000)) * time.Microsecond):
-					case <-ctx.Done():
-					}
-					mu.Lock()
-					delete(flying, id)
-					cause := context.Cause(ctx)
-					leaseGone[id] = errors.Is(cause, schedule.ErrLeaseLost) || errors.Is(cause, schedule.ErrLeaseNotRenewed)
-					store.mu.Lock()
-					if l := store.leases[r.Due]; l.node != node || time.Now().After(l.until) {
-						leaseGone[id] = true // stalled past its lease, unnoticed yet
-					}
-					store.mu.Unlock()
-					if r.Reason == schedule.Recovered && ctx.Err() == nil {
-						recovered[r.Due]++
-					}
-					mu.Unlock()
-					return nil
-				}, schedule.WithStore(store), schedule.WithNode(node), schedule.WithOverlap(o),
-					schedule.WithMisfire(schedule.MisfireSkip),
-					schedule.WithObserver(func(r schedule.Record) {
-						if r.Reason == schedule.Recovered && r.Status != schedule.Succeeded && r.Status != schedule.Canceled && r.Status != schedule.Released {
-							mu.Lock()
-							bad = append(bad, fmt.Sprintf("%+v", r))
-							mu.Unlock()
+			synctest.Test(t, func(t *testing.T) {
+				const dead = 40
+				store := newLeaseStoreKeep(50*time.Millisecond, 1<<14)
+				base := time.Now().Add(-time.Hour).Truncate(time.Second)
+				for i := range dead {
+					r := schedule.Record{Job: "j", Due: base.Add(time.Duration(i) * time.Millisecond), Status: schedule.Running, Node: "dead", Attempt: 1}
+					require.NoError(t, store.Claim(context.Background(), r))
+				}
+				store.mu.Lock()
+				for due, l := range store.leases { // the dead node's leases have expired
+					l.until = time.Now().Add(-time.Millisecond)
+					store.leases[due] = l
+				}
+				store.mu.Unlock()
+				var mu sync.Mutex
+				recovered := map[time.Time]int{}  // runs of each planted slot that reached their end
+				attempts := map[time.Time][]int{} // the attempts of each Recovered slot that started a run
+				var bad []string
+				// The runs in flight on both replicas, by number; the pairs of
+				// runs that were in flight at once; the runs whose lease was
+				// lost or given up (a stall past a lease, which may overlap
+				// the run that took over or came next).
+				flying := map[int]bool{}
+				var pairs [][2]int
+				leaseGone := map[int]bool{}
+				runs := 0
+				var jobs []*schedule.Job
+				for _, node := range []string{"a", "b"} {
+					j := schedule.NewJob("j", schedule.Every(2*time.Millisecond), func(ctx context.Context, r schedule.Run) error {
+						mu.Lock()
+						if r.Reason == schedule.Recovered {
+							attempts[r.Due] = append(attempts[r.Due], r.Attempt)
 						}
-					}))
-				start(t, j)
-				jobs = append(jobs, j)
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+						runs++
+						id := runs
+						for other := range flying {
+							pairs = append(pairs, [2]int{id, other})
+						}
+						flying[id] = true
+						mu.Unlock()
+						select {
+						case <-time.After(time.Duration(rand.IntN(3000)) * time.Microsecond):
+						case <-ctx.Done():
+						}
+						mu.Lock()
+						delete(flying, id)
+						cause := context.Cause(ctx)
+						leaseGone[id] = errors.Is(cause, schedule.ErrLeaseLost) || errors.Is(cause, schedule.ErrLeaseNotRenewed)
+						store.mu.Lock()
+						if l := store.leases[r.Due]; l.node != node || time.Now().After(l.until) {
+							leaseGone[id] = true // stalled past its lease, unnoticed yet
+						}
+						store.mu.Unlock()
+						if r.Reason == schedule.Recovered && ctx.Err() == nil {
+							recovered[r.Due]++
+						}
+						mu.Unlock()
+						return nil
+					}, schedule.WithStore(store), schedule.WithNode(node), schedule.WithOverlap(o),
+						schedule.WithMisfire(schedule.MisfireSkip),
+						schedule.WithObserver(func(r schedule.Record) {
+							if r.Reason == schedule.Recovered && r.Status != schedule.Succeeded && r.Status != schedule.Canceled && r.Status != schedule.Released {
+								mu.Lock()
+								bad = append(bad, fmt.Sprintf("%+v", r))
+								mu.Unlock()
+							}
+						}))
+					start(t, j)
+					jobs = append(jobs, j)
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					mu.Lock()
+					n := len(recovered)
+					mu.Unlock()
+					if n == dead || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				for _, j := range jobs {
+					stop(t, j)
+				}
 				mu.Lock()
-				n := len(recovered)
-				mu.Unlock()
-				if n == dead || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			for _, j := range jobs {
-				stop(t, j)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			store.mu.Lock()
-			stalled := 0
-			for i := range dead {
-				due := base.Add(time.Duration(i) * time.Millisecond)
-				from := store.takenFrom[due] // from[k-1]: the holder of attempt k, if its lease was taken over
-				lost := slices.ContainsFunc(attempts[due], func(a int) bool { return len(from) >= a })
-				switch {
-				case len(from) == 0 || from[0] != "dead":
-					t.Errorf("slot %v: taken over from %v, not from the dead node first", due, from)
-				case lost:
-					stalled++ // a run started, then its replica lost the lease: a second run is allowed
-					assert.NotZero(t, recovered[due], "slot %v never ran to its end", due)
-				default:
-					assert.Equal(t, 1, recovered[due], "slot %v ran to its end %d times", due, recovered[due])
-				}
-			}
-			store.mu.Unlock()
-			assert.LessOrEqual(t, stalled, dead/4, "slots whose lease a live replica lost: too many to test exactly-once")
-			if stalled > 0 {
-				t.Logf("%d of %d planted slots were stalled past a lease", stalled, dead)
-			}
-			assert.Empty(t, bad[:min(len(bad), 3)], "%d Recovered runs did not run to their end", len(bad))
-			if o != schedule.OverlapAllow {
-				overlaps := 0
-				for _, p := range pairs {
-					if !leaseGone[p[0]] && !leaseGone[p[1]] {
-						overlaps++
+				defer mu.Unlock()
+				store.mu.Lock()
+				stalled := 0
+				for i := range dead {
+					due := base.Add(time.Duration(i) * time.Millisecond)
+					from := store.takenFrom[due] // from[k-1]: the holder of attempt k, if its lease was taken over
+					lost := slices.ContainsFunc(attempts[due], func(a int) bool { return len(from) >= a })
+					switch {
+					case len(from) == 0 || from[0] != "dead":
+						t.Errorf("slot %v: taken over from %v, not from the dead node first", due, from)
+					case lost:
+						stalled++ // a run started, then its replica lost the lease: a second run is allowed
+						assert.NotZero(t, recovered[due], "slot %v never ran to its end", due)
+					default:
+						assert.Equal(t, 1, recovered[due], "slot %v ran to its end %d times", due, recovered[due])
 					}
 				}
-				assert.Zero(t, overlaps, "runs overlapped on the two replicas, neither of which lost its lease")
-			}
-			h, err := store.History(context.Background(), "j", 1<<14)
-			require.NoError(t, err)
-			for i := range dead {
-				due := base.Add(time.Duration(i) * time.Millisecond)
-				idx := slices.IndexFunc(h, func(r schedule.Record) bool { return r.Due.Equal(due) })
-				require.GreaterOrEqual(t, idx, 0)
-				assert.Equal(t, schedule.Succeeded, h[idx].Status, "slot %v", due)
-			}
+				store.mu.Unlock()
+				assert.LessOrEqual(t, stalled, dead/4, "slots whose lease a live replica lost: too many to test exactly-once")
+				if stalled > 0 {
+					t.Logf("%d of %d planted slots were stalled past a lease", stalled, dead)
+				}
+				assert.Empty(t, bad[:min(len(bad), 3)], "%d Recovered runs did not run to their end", len(bad))
+				if o != schedule.OverlapAllow {
+					overlaps := 0
+					for _, p := range pairs {
+						if !leaseGone[p[0]] && !leaseGone[p[1]] {
+							overlaps++
+						}
+					}
+					assert.Zero(t, overlaps, "runs overlapped on the two replicas, neither of which lost its lease")
+				}
+				h, err := store.History(context.Background(), "j", 1<<14)
+				require.NoError(t, err)
+				for i := range dead {
+					due := base.Add(time.Duration(i) * time.Millisecond)
+					idx := slices.IndexFunc(h, func(r schedule.Record) bool { return r.Due.Equal(due) })
+					require.GreaterOrEqual(t, idx, 0)
+					assert.Equal(t, schedule.Succeeded, h[idx].Status, "slot %v", due)
+				}
+			})
 		})
 	}
 }
