@@ -197,6 +197,29 @@ func (f *fleet) stop(node string) {
 	delete(f.procs, node)
 }
 
+// inFlight returns how many runs node started and has not ended.
+func (f *fleet) inFlight(node string) int {
+	type run struct {
+		task    string
+		due     int64
+		attempt int
+	}
+	on := map[run]bool{}
+	for _, e := range f.snapshot() {
+		if e.node != node {
+			continue
+		}
+		k := run{e.task, e.due, e.attempt}
+		switch e.kind {
+		case "start":
+			on[k] = true
+		case "end", "quit":
+			delete(on, k)
+		}
+	}
+	return len(on)
+}
+
 func (f *fleet) snapshot() []deployEvent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -207,8 +230,9 @@ func (f *fleet) snapshot() []deployEvent {
 // whatever the run before it does, so that what is counted is the
 // hand-over, not the policy), runs
 // them on three replica processes, and restarts each replica in turn, as
-// a deploy does: a replica is stopped (Table.Stop, or Table.Shutdown), and
-// a new one starts a second later. It returns, of the slots due while the
+// a deploy does: a replica is stopped (Table.Stop, or Table.Shutdown), the
+// one with the most runs in flight first, and a new one starts a second
+// later. It returns, of the slots due while the
 // replicas were up, how many were not completed once with one Succeeded
 // record (lost), how many completed twice, and how many runs were taken
 // over (Recovered).
@@ -226,11 +250,28 @@ func rolling(t *testing.T, b backend, cfg deployConfig, tasks int) (lost, twice,
 		f.start(fmt.Sprint("n", i))
 	}
 	from := time.Now()
+	old := []string{"n0", "n1", "n2"}
 	for i := range 3 {
 		// 300 ms into a slot: its runs are in flight, with more than a
-		// second to go.
+		// second to go. The replicas race for the claims, and one may
+		// win them all: each turn stops the old replica that holds the
+		// most runs in flight, as a deploy may stop them in any order,
+		// waiting a little for runs a loaded machine starts late.
 		time.Sleep(2*time.Second - time.Duration(time.Now().UnixNano())%(2*time.Second) + 300*time.Millisecond)
-		f.stop(fmt.Sprint("n", i))
+		var next string
+		for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(20 * time.Millisecond) {
+			most := -1
+			for _, n := range old {
+				if k := f.inFlight(n); k > most {
+					next, most = n, k
+				}
+			}
+			if most > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		old = slices.DeleteFunc(old, func(n string) bool { return n == next })
+		f.stop(next)
 		time.Sleep(time.Second)
 		f.start(fmt.Sprint("n", i+3))
 	}
