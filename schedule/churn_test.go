@@ -55,6 +55,7 @@ func controlStress(t *testing.T, sched circulation.Scheduler, o schedule.Overlap
 	ran := map[key]int{}
 	reported := map[key]int{}
 	var early, overlaps, unended int
+	var late []string // records reported after every Stop returned
 	var stopped atomic.Bool
 	var afterStop atomic.Int32
 	all := make([]*schedule.Job, jobs)
@@ -93,6 +94,9 @@ func controlStress(t *testing.T, sched circulation.Scheduler, o schedule.Overlap
 			records.Add(1)
 			mu.Lock()
 			defer mu.Unlock()
+			if stopped.Load() {
+				late = append(late, fmt.Sprintf("%s %v %v %v attempt %d: %s", r.Job, r.Due.Format("15:04:05.000000"), r.Status, r.Reason, r.Attempt, r.Err))
+			}
 			reported[key{name, r.Due}]++
 			if r.Status != schedule.Skipped && r.Status != schedule.Missed && running[r.Due] {
 				unended++ // reported before its Func returned
@@ -146,6 +150,9 @@ func controlStress(t *testing.T, sched circulation.Scheduler, o schedule.Overlap
 	callers.Wait()
 	time.Sleep(10 * time.Millisecond)
 	assert.Equal(t, n, records.Load(), "records after Stop returned")
+	mu.Lock()
+	assert.Empty(t, late, "records after Stop returned")
+	mu.Unlock()
 
 	mu.Lock()
 	defer mu.Unlock()
