@@ -33,11 +33,12 @@ func jobsSQL(d Dialect) string {
 
 // batchQueries holds the statements of batches, for a dialect and table.
 type batchQueries struct {
-	pruned, finish, renew string
-	claimRun, taken, ask  string
-	pruneWater, pruneDel  string
-	lastOf                string
-	sinceOf, note         string
+	finish, renew        string
+	claimLane, counted   string
+	look, unlane, ask    string
+	pruneWater, pruneDel string
+	lastOf               string
+	sinceOf, note        string
 }
 
 // lastOfSQL returns the last record of each job of the JSON array of
@@ -56,10 +57,6 @@ CROSS JOIN LATERAL (SELECT ` + readColumns + ` FROM {t} WHERE job = x.j ORDER BY
 // The batch statements, with {b} for the records of $1, {jobs} for the job
 // names of $1, and {t} and {now} as in the single statements.
 const (
-	// prunedBatchSQL returns the slots of $1 that pruning passed (see
-	// Store.checkPruned).
-	prunedBatchSQL = `SELECT b.j, b.d FROM {b} JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d`
-
 	// finishBatchSQL writes the outcomes of the claims (node, attempt) of
 	// the records, and returns the slots it matched.
 	finishBatchSQL = `UPDATE {t} SET reason = b.r, status = b.st, start_ns = b.s, end_ns = b.e, err = b.x, lease_until = NULL
@@ -123,14 +120,16 @@ ON CONFLICT (job, due) DO NOTHING`
 )
 
 func buildBatchQueries(d Dialect, table string) batchQueries {
-	r := strings.NewReplacer("{b}", recordsSQL(d), "{c}", claimRecordsSQL(d), "{jobs}", jobsSQL(d))
+	r := strings.NewReplacer("{b}", recordsSQL(d), "{b2}", strings.Replace(recordsSQL(d), "$1", "$2", 1),
+		"{c}", claimRecordsSQL(d), "{jobs}", jobsSQL(d))
 	single := buildQueries(d, table) // for its replacements of {t} and {now}, and $n on SQLite
 	q := func(s string) string { return single.rewrite(r.Replace(s)) }
 	return batchQueries{
-		claimRun:   q(map[Dialect]string{PostgreSQL: claimRunSQL, SQLite: claimRunBatchSQL}[d]),
-		taken:      q(takenBatchSQL),
+		claimLane:  q(map[Dialect]string{PostgreSQL: claimLanePostgresSQL, SQLite: claimLaneBatchSQL}[d]),
+		counted:    q(map[Dialect]string{PostgreSQL: claimCountedSQL, SQLite: claimCountedBatchSQL}[d]),
+		look:       q(map[Dialect]string{PostgreSQL: lookBatchSQL, SQLite: lostBatchSQL}[d]),
+		unlane:     q(unlaneBatchSQL),
 		ask:        q(askBatchSQL),
-		pruned:     q(prunedBatchSQL),
 		finish:     q(finishBatchSQL),
 		renew:      q(renewBatchSQL),
 		pruneWater: q(pruneWaterBatchSQL),

@@ -24,9 +24,11 @@ func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
 // no earlier. It returns schedule.ErrBusy if the job has c.Max runs in
 // flight, having asked them to end with c.Replace (Renew then answers
 // their nodes schedule.ErrReplaced), but Recovered runs; see
-// schedule.SharedStore. The count and the claim are one step: on
-// PostgreSQL the claims of a job lock its row of {t}_jobs in the
-// statement, on SQLite the database's one writer does.
+// schedule.SharedStore. The count and the claim are one step: under Max
+// 1 the claim takes its job's lane, which a unique index allows one run
+// in flight at a time; under a higher Max, on PostgreSQL, the claims of a
+// job lock its row of {t}_jobs in the statement, on SQLite the database's
+// one writer counts alone.
 //
 // Claims of many jobs at once are sent together, a statement for up to a
 // thousand of them: a claim may wait behind those of other jobs when many

@@ -21,9 +21,9 @@ func NewAtVersion(ctx context.Context, db *sql.DB, d Dialect, version int, opts 
 
 // Mutants are the mistakes the tests across replicas must catch, by name.
 var Mutants = map[string]uint8{
-	"overlap per replica":           mutantLocalOverlap,
-	"release records Canceled":      mutantNoRelease,
-	"claims without the job's lock": mutantNoJobLock,
+	"overlap per replica":      mutantLocalOverlap,
+	"release records Canceled": mutantNoRelease,
+	"claims without a lock":    mutantNoClaimLock,
 }
 
 // SetMutant breaks the store with mutant m until restore is called.

@@ -9,5 +9,5 @@ const (
 	mutantNone         uint8 = iota
 	mutantLocalOverlap       // ClaimRun ignores its Concurrency: each replica's overlap policy is its own
 	mutantNoRelease          // Release records the run Canceled: no replica takes it over
-	mutantNoJobLock          // {t}_claim_run counts without locking the jobs' rows, when a Store makes it
+	mutantNoClaimLock        // claims under a limit count in their statement's snapshot: no lanes, no locks of {t}_claim_counted when a Store makes it
 )

@@ -123,6 +123,10 @@ func (s *Store) Reclaim(ctx context.Context, job, node string, c schedule.Concur
 		w, err = s.reclaimOnce(ctx, job, node, max, start, end)
 		return err
 	})
+	if max == 1 && isUniqueViolation(err) {
+		// A claim took the job's lane meanwhile.
+		return schedule.Record{}, schedule.ErrBusy
+	}
 	if err == sql.ErrNoRows {
 		if max > 0 {
 			// Nothing taken: the job is busy if there was a claim to take.
@@ -141,8 +145,9 @@ func (s *Store) Reclaim(ctx context.Context, job, node string, c schedule.Concur
 
 // reclaimOnce is one attempt at Reclaim: it closes the claims of job asked
 // to end whose lease expired, and takes the oldest claim to take over, in
-// one transaction that holds the job's lock on PostgreSQL, so that two
-// nodes reclaiming two claims of the job at once count each other's.
+// one transaction. Under a limit above 1 it holds the job's lock on
+// PostgreSQL, so that two nodes reclaiming two claims of the job at once
+// count each other's; under 1, the job's lane decides.
 func (s *Store) reclaimOnce(ctx context.Context, job, node string, max, start, end int64) (row, error) {
 	lease := s.opts.lease.Microseconds()
 	if s.dialect == SQLite {
@@ -156,8 +161,8 @@ func (s *Store) reclaimOnce(ctx context.Context, job, node string, max, start, e
 		return row{}, err
 	}
 	defer tx.Rollback()
-	s.stats.statements.Add(5)
-	if max > 0 {
+	if max > 1 {
+		s.stats.statements.Add(2)
 		if _, err := tx.ExecContext(ctx, s.q.lockJob, job); err != nil {
 			return row{}, err
 		}
@@ -165,6 +170,7 @@ func (s *Store) reclaimOnce(ctx context.Context, job, node string, max, start, e
 			return row{}, err
 		}
 	}
+	s.stats.statements.Add(3)
 	if _, err := tx.ExecContext(ctx, s.q.closeAsked, job, end, schedule.ErrReplaced.Error()); err != nil {
 		return row{}, err
 	}

@@ -26,7 +26,7 @@ func (m migration) statements(d Dialect, table string) []string {
 	out := make([]string, len(stmts))
 	for i, s := range stmts {
 		out[i] = strings.ReplaceAll(s, "{t}", table)
-		if testMutant == mutantNoJobLock {
+		if testMutant == mutantNoClaimLock {
 			out[i] = strings.Replace(out[i], "ORDER BY w.job FOR UPDATE", "ORDER BY w.job", 1)
 		}
 	}
@@ -51,14 +51,19 @@ func (m migration) statements(d Dialect, table string) []string {
 // timestamptz; on SQLite, text in RFC 3339, UTC, to the microsecond, fixed
 // width ("2030-01-02T03:04:05.000000Z"), so that they sort as text.
 //
-// Version 3: runs across replicas (schedule.SharedStore). stop_asked is 1
-// on a running record that a claim under OverlapReplace asked to end
+// Version 3: runs across replicas (schedule.SharedStore). lane is 0 on the
+// records of the runs of a job that allows one at a time (Concurrency.Max
+// 1), and the unique index {t}_lane of the running ones keeps one run of
+// the job in flight: a claim of another slot conflicts, as a claim of a
+// slot that has a record does. A run that ends leaves the index with its
+// status; a claim clears the lane of a run whose lease expired. stop_asked
+// is 1 on a running record that a claim under OverlapReplace asked to end
 // (Renew answers schedule.ErrReplaced); released is 1 on a running record
 // (status 0, lease_until NULL) that a stopping node handed over, which
 // Reclaim takes over and reads as schedule.Released: a replica of version 2
 // neither prunes it nor takes it over. The view names it. The rows of
 // {t}_jobs are also each job's lock for the claims that count its runs in
-// flight, on PostgreSQL.
+// flight under a limit above 1, on PostgreSQL.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -176,9 +181,11 @@ FROM {t}`,
 	all: []string{
 		`ALTER TABLE {t} ADD COLUMN stop_asked SMALLINT NOT NULL DEFAULT 0`,
 		`ALTER TABLE {t} ADD COLUMN released SMALLINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE {t} ADD COLUMN lane SMALLINT`,
+		`CREATE UNIQUE INDEX {t}_lane ON {t} (job) WHERE lane = 0 AND status = 0`,
 		`DROP VIEW {t}_readable`,
 	},
-	postgres: []string{claimRunFuncSQL},
+	postgres: []string{claimCountedFuncSQL},
 }}
 
 func init() {

@@ -170,3 +170,24 @@ func (s *Store) exists(ctx context.Context, query string, args ...any) (bool, er
 	err := s.retry(ctx, func() error { return s.queryRow(ctx, query, args...).Scan(&ok) })
 	return ok, err
 }
+
+// isUniqueViolation reports whether err is a unique constraint's: by its
+// SQLSTATE, 23505, on PostgreSQL (pgx's and lib/pq's errors have one), by
+// its extended code, SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY, on SQLite
+// (modernc.org/sqlite's), by its message otherwise.
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) {
+		return st.SQLState() == "23505"
+	}
+	var c interface{ Code() int }
+	if errors.As(err, &c) {
+		return c.Code() == 2067 || c.Code() == 1555
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") ||
+		strings.Contains(msg, "duplicate key value violates unique constraint")
+}

@@ -1,0 +1,184 @@
+package sqlstore_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
+)
+
+var one = schedule.Concurrency{Max: 1}
+
+// A run under Max 1 whose lease expired no longer holds its job: a claim
+// of the next slot runs, and the expired run is taken over only once that
+// one is done, by a Reclaim that then holds the job in turn.
+func TestLaneOfAnExpiredRun(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		withLease(t, 200*time.Millisecond, func(lease time.Duration) bool {
+			dsn := b.dsn(t)
+			sa := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			sb := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			_, err := sa.ClaimRun(ctx, running("j", 1, "a"), one)
+			require.NoError(t, err)
+			time.Sleep(lease + 50*time.Millisecond) // a's lease expires
+			next := running("j", 2, "b")
+			claimed := time.Now()
+			_, err = sb.ClaimRun(ctx, next, one)
+			require.NoError(t, err, "the expired run holds the job no more")
+			_, err = sb.Reclaim(ctx, "j", "c", one)
+			if time.Since(claimed) >= lease {
+				return false // b's lease may have expired before the Reclaim
+			}
+			require.ErrorIs(t, err, schedule.ErrBusy, "b's run is in flight")
+			next.Status, next.End, next.Attempt = schedule.Succeeded, time.Now(), 1
+			require.NoError(t, sb.Finish(ctx, next))
+			claimed = time.Now()
+			r, err := sb.Reclaim(ctx, "j", "c", one)
+			require.NoError(t, err)
+			assert.Truef(t, slot(1).Equal(r.Due), "the expired run is taken over: %v", r.Due)
+			_, err = sa.ClaimRun(ctx, running("j", 3, "a"), one)
+			if time.Since(claimed) >= lease {
+				return false
+			}
+			assert.ErrorIs(t, err, schedule.ErrBusy, "the run taken over holds the job")
+			return true
+		})
+	})
+}
+
+// Of the claims to take over of a job under Max 1, a Reclaim takes the one
+// that holds the job first, Released, though an older one expired: the
+// older one would not get the job while the other waits to be taken over,
+// and neither would ever run. Both are taken over, one after the other.
+func TestReclaimTakesTheHeldClaimFirst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		withLease(t, 200*time.Millisecond, func(lease time.Duration) bool {
+			dsn := b.dsn(t)
+			sa := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			sb := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			_, err := sa.ClaimRun(ctx, running("j", 1, "a"), one)
+			require.NoError(t, err)
+			time.Sleep(lease + 50*time.Millisecond) // a's lease expires
+			held := running("j", 2, "b")
+			claimed := time.Now()
+			_, err = sb.ClaimRun(ctx, held, one)
+			require.NoError(t, err)
+			held.Attempt = 1
+			err = sb.Release(ctx, held)
+			if time.Since(claimed) >= lease {
+				return false
+			}
+			require.NoError(t, err)
+
+			r, err := sb.Reclaim(ctx, "j", "c", one)
+			require.NoError(t, err)
+			assert.Truef(t, slot(2).Equal(r.Due), "the claim that holds the job is taken over first: %v", r.Due)
+			_, err = sb.Reclaim(ctx, "j", "c", one)
+			if time.Since(r.Start) >= lease {
+				return false
+			}
+			require.ErrorIs(t, err, schedule.ErrBusy, "the claim taken over holds the job")
+			r.Status, r.End = schedule.Succeeded, time.Now()
+			require.NoError(t, sb.Finish(ctx, r))
+			r, err = sb.Reclaim(ctx, "j", "c", one)
+			require.NoError(t, err, "the older claim, the job free")
+			assert.Truef(t, slot(1).Equal(r.Due), "taken over: %v", r.Due)
+			r.Status, r.End = schedule.Succeeded, time.Now()
+			require.NoError(t, sb.Finish(ctx, r))
+			_, err = sb.Reclaim(ctx, "j", "c", one)
+			assert.ErrorIs(t, err, schedule.ErrNoRecord)
+			return true
+		})
+	})
+}
+
+// Reclaims and claims of a job under Max 1 at once: one wins. In even
+// rounds the claim to take over is a run whose lease expired, which a
+// claim may take the job from; in odd rounds a Released run claimed
+// without a limit, which holds no lane, so that a Reclaim that takes it
+// over contends with the claims for the job. Without a lock, the mutant,
+// they do not see each other.
+func TestReclaimRacesClaims(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		if over := racingReclaims(t, b); over != 0 {
+			t.Errorf("%d rounds of 30 had more than one won", over)
+		}
+	})
+	t.Run("mutant", func(t *testing.T) {
+		needPostgres(t)
+		restore := sqlstore.SetMutant(sqlstore.Mutants["claims without a lock"])
+		defer restore()
+		over := racingReclaims(t, backends()[1])
+		t.Logf("without a lock, %d rounds of 30 had more than one won", over)
+		if over == 0 {
+			t.Error("without a lock, no round had more than one won: the test proves nothing")
+		}
+	})
+}
+
+// racingReclaims makes 30 rounds of three Stores reclaiming a run of a
+// job and three claiming slots after it, all under Max 1, and returns the
+// rounds where more than one won.
+func racingReclaims(t *testing.T, b backend) int {
+	dsn := b.dsn(t)
+	short := newStore(t, b, dsn, sqlstore.WithLease(100*time.Millisecond))
+	var stores []*sqlstore.Store
+	for range 6 {
+		stores = append(stores, newStore(t, b, dsn, sqlstore.WithLease(time.Minute)))
+	}
+	const rounds = 30
+	for round := range rounds {
+		first := running(fmt.Sprint("race", round), 0, "first")
+		if round%2 == 0 {
+			_, err := short.ClaimRun(ctx, first, one)
+			require.NoError(t, err)
+			continue
+		}
+		_, err := stores[0].ClaimRun(ctx, first, schedule.Concurrency{})
+		require.NoError(t, err)
+		first.Attempt = 1
+		require.NoError(t, stores[0].Release(ctx, first))
+	}
+	time.Sleep(150 * time.Millisecond) // the leases of the even rounds' runs expire
+	bad := 0
+	for round := range rounds {
+		job := fmt.Sprint("race", round)
+		var won atomic.Int32
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		for i, s := range stores {
+			wg.Go(func() {
+				start.Wait()
+				var err error
+				if i%2 == 0 {
+					_, err = s.Reclaim(ctx, job, fmt.Sprint(i), one)
+				} else {
+					_, err = s.ClaimRun(ctx, running(job, i, fmt.Sprint(i)), one)
+				}
+				switch {
+				case err == nil:
+					won.Add(1)
+				case !errors.Is(err, schedule.ErrBusy) && !errors.Is(err, schedule.ErrNoRecord):
+					t.Errorf("round %d, store %d: %v", round, i, err)
+				}
+			})
+		}
+		start.Done()
+		wg.Wait()
+		switch n := won.Load(); {
+		case n > 1:
+			bad++
+		case n == 0:
+			t.Errorf("round %d: none won", round)
+		}
+	}
+	return bad
+}
