@@ -19,6 +19,7 @@ type active struct {
 	queue   []pending     // runs waiting for the runner (all policies but OverlapAllow)
 	runners int           // goroutines running the job's Func or about to
 	reports int           // runners passing the outcome of their last run to the Observer, no longer counted in runners
+	telling int           // calls of the job's methods passing records to the Observer (tellLocked)
 	report  chan struct{} // holds a token while a run's outcome reaches the Observer, but under OverlapAllow: one at a time, in order
 	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
 	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it

@@ -30,9 +30,10 @@ func (j *Job) Pause() {
 			x.stopWaitingLocked(errPaused)
 		}
 	}
+	j.tellLocked(obs)
 	j.mu.Unlock()
 	j.resync()
-	j.observe(obs)
+	j.told(obs)
 }
 
 // Resume ends a pause: the job's next slot is the first strictly after
@@ -89,9 +90,10 @@ func (j *Job) SetSchedule(s Schedule) {
 	} else {
 		j.sched = s
 	}
+	j.tellLocked(obs)
 	j.mu.Unlock()
 	j.resync()
-	j.observe(obs)
+	j.told(obs)
 	if refused != nil {
 		panic(refused)
 	}
@@ -122,16 +124,19 @@ func (j *Job) RunNow() {
 			obs = j.submitLocked([]pending{{run: r}}, obs)
 		}
 	}
+	j.tellLocked(obs)
 	j.mu.Unlock()
-	j.observe(obs)
+	j.told(obs)
 }
 
 // Stop ends the job: no slot falls due any more, the context of every run
 // in flight is cancelled (a retry waiting for its pause, WithRetry, does
 // not start), and Stop waits until they have returned and nothing of the
 // job's is pending, including a Renew that hangs, deaf to its context,
-// after its run gave the lease up. It returns nil then, or ctx.Err() if
-// ctx is done first.
+// after its run gave the lease up, and the records that calls of the job's
+// methods made before it pass to the Observer: none reaches the Observer
+// once Stop returned. It returns nil then, or ctx.Err() if ctx is done
+// first.
 //
 // A stopping process is a deploy, not a decision about the slots it runs:
 // on a SharedStore with a lease, each run Stop cuts short is Released, and

@@ -265,6 +265,32 @@ func (j *Job) observe(rs []Record) {
 	}
 }
 
+// tellLocked notes that the caller, a method of the job, will pass obs to
+// the Observer once it has released j.mu, which it does with told: Stop
+// waits for it (quiet), so that no record of the job reaches the Observer
+// once Stop returned, whatever called the job meanwhile. The caller holds
+// j.mu.
+func (j *Job) tellLocked(obs []Record) {
+	if len(obs) > 0 {
+		j.active(time.Now().Round(0)).telling++
+	}
+}
+
+// told passes obs to the Observer, noted by tellLocked, and wakes a Stop
+// waiting for it, even if the Observer panics.
+func (j *Job) told(obs []Record) {
+	if len(obs) == 0 {
+		return
+	}
+	defer func() {
+		j.mu.Lock()
+		j.x.telling--
+		j.quietLocked()
+		j.mu.Unlock()
+	}()
+	j.observe(obs)
+}
+
 // record returns the Record of a slot that did not run.
 func (j *Job) record(r Run, s Status, why error) Record {
 	rec := Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: s, Node: j.cfg.nodeName()}

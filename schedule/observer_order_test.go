@@ -79,3 +79,46 @@ func TestStopWaitsForTheObserver(t *testing.T) {
 		assert.True(t, returned, "Stop returned while the Observer ran")
 	})
 }
+
+// Stop waits, too, for the records that a call of another of the job's
+// methods passes to the Observer: here a Pause, whose queued run is
+// Skipped, called before Stop; its Observer returns after Stop began.
+// Before, Stop returned while the Observer still ran, and the record came
+// after it.
+func TestStopWaitsForTheRecordsOfAnotherCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var mu sync.Mutex
+		var seen []string
+		j := schedule.NewJob("j", schedule.Every(time.Hour), func(ctx context.Context, _ schedule.Run) error {
+			<-ctx.Done()
+			return nil
+		}, schedule.WithOverlap(schedule.OverlapBufferOne), schedule.WithObserver(func(r schedule.Record) {
+			if r.Status == schedule.Skipped {
+				<-release
+			}
+			mu.Lock()
+			seen = append(seen, r.Status.String())
+			mu.Unlock()
+		}))
+		start(t, j)
+		j.RunNow() // in flight until Stop
+		j.RunNow() // queued behind it: the Pause skips it
+		synctest.Wait()
+		go j.Pause()
+		synctest.Wait() // Pause is passing the Skipped record
+		stopped := make(chan error, 1)
+		go func() { stopped <- j.Stop(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-stopped:
+			t.Fatalf("Stop returned (%v) while a record of the job was on its way to the Observer", err)
+		default:
+		}
+		close(release)
+		assert.NoError(t, <-stopped)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.ElementsMatch(t, []string{"Skipped", "Canceled"}, seen)
+	})
+}

@@ -157,7 +157,7 @@ func (j *Job) freeLocked(x *active) bool {
 // quiet reports whether nothing of the job's runs: no runner, and no
 // callback of its timer. The caller holds j.mu.
 func (j *Job) quiet() bool {
-	return j.flags&jobBusy == 0 && (j.x == nil || j.x.runners == 0 && j.x.reports == 0 && !j.x.reclaiming)
+	return j.flags&jobBusy == 0 && (j.x == nil || j.x.runners == 0 && j.x.reports == 0 && j.x.telling == 0 && !j.x.reclaiming)
 }
 
 // quietLocked wakes the Stop waiting for the job to be quiet, if it is.

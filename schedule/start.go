@@ -138,12 +138,13 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 			obs = j.dueLocked(j.sched, first, now)
 		}
 		refused = j.armLocked(now)
+		j.tellLocked(obs)
 	}()
 	if stopped {
 		return fmt.Errorf("%w: %q", ErrStopped, j.name)
 	}
 	j.w.sync(j)
-	j.observe(obs)
+	j.told(obs)
 	if j.cfg.lease != nil {
 		// A job on a store without a lease enlists at its first claim
 		// (enlistLate): an idle one holds nothing for it.
