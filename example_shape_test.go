@@ -53,12 +53,12 @@ func ExampleTrigger_Shutdown() {
 	if err := flusher.Shutdown(context.Background()); err != nil {
 		fmt.Println(err)
 	}
-	fmt.Println("runs:", runs, "within a second:", time.Since(start) < time.Second)
+	fmt.Println("runs:", runs, "long before the hour:", time.Since(start) < time.Minute)
 	flusher.Fire() // closed: nothing happens
 	time.Sleep(10 * time.Millisecond)
 	fmt.Println("runs:", runs)
 	// Output:
-	// runs: 1 within a second: true
+	// runs: 1 long before the hour: true
 	// runs: 1
 }
 
