@@ -163,11 +163,12 @@ func (j *Job) Stop(ctx context.Context) error {
 		obs = j.dropQueueLocked(errStopped)
 		obs = append(obs, j.dropWaitingLocked(errStopped)...)
 	}
+	j.tellLocked(obs) // a Stop beside this one waits for them too
 	j.mu.Unlock()
 	j.w.sync(j)
 	// The records of the runs that will not run reach the Observer before
 	// the runs in flight are cancelled, and so before their own records.
-	j.observe(obs)
+	j.told(obs)
 	if x != nil {
 		j.mu.Lock()
 		for _, f := range x.runs {
@@ -337,9 +338,10 @@ func (j *Job) quit() *circulation.Trigger {
 		obs = append(obs, j.dropWaitingLocked(errStopped)...)
 		x.stopWaitingLocked(errStopped)
 	}
+	j.tellLocked(obs)
 	j.mu.Unlock()
 	j.w.sync(j)
-	j.observe(obs)
+	j.told(obs)
 	return j.delist()
 }
 

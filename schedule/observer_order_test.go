@@ -122,3 +122,45 @@ func TestStopWaitsForTheRecordsOfAnotherCall(t *testing.T) {
 		assert.ElementsMatch(t, []string{"Skipped", "Canceled"}, seen)
 	})
 }
+
+// A second Stop, beside the first, waits for the records the first passes
+// to the Observer: those of the queued runs it dropped.
+func TestASecondStopWaitsForTheFirstsRecords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var mu sync.Mutex
+		var seen []string
+		j := schedule.NewJob("j", schedule.Every(time.Hour), func(ctx context.Context, _ schedule.Run) error {
+			<-ctx.Done()
+			return nil
+		}, schedule.WithOverlap(schedule.OverlapBufferOne), schedule.WithObserver(func(r schedule.Record) {
+			if r.Status == schedule.Skipped {
+				<-release
+			}
+			mu.Lock()
+			seen = append(seen, r.Status.String())
+			mu.Unlock()
+		}))
+		start(t, j)
+		j.RunNow()
+		j.RunNow() // queued: the first Stop drops it
+		synctest.Wait()
+		first := make(chan error, 1)
+		go func() { first <- j.Stop(context.Background()) }()
+		synctest.Wait() // the first Stop passes the Skipped record
+		second := make(chan error, 1)
+		go func() { second <- j.Stop(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-second:
+			t.Errorf("the second Stop returned (%v) while the first's record was on its way to the Observer", err)
+		default:
+		}
+		close(release)
+		assert.NoError(t, <-first)
+		assert.NoError(t, <-second)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.ElementsMatch(t, []string{"Skipped", "Canceled"}, seen)
+	})
+}

@@ -64,11 +64,11 @@ FROM {b} WHERE {t}.job = b.j AND {t}.due = b.d AND {t}.node = b.n AND {t}.attemp
 RETURNING job, due`
 
 	// renewBatchSQL extends the leases of the running claims (node,
-	// attempt) of the records by $2 microseconds, and returns the slots it
-	// matched.
+	// attempt) of the records by $2 microseconds, but those put out of
+	// their job's lane (renewSQL), and returns the slots it matched.
 	renewBatchSQL = `UPDATE {t} SET lease_until = {now} + CAST($2 AS BIGINT)
 FROM {b} WHERE {t}.job = b.j AND {t}.due = b.d AND {t}.node = b.n AND {t}.attempt = b.a AND {t}.status = 0
-	AND {t}.released = 0
+	AND {t}.released = 0 AND ({t}.lane IS NULL OR {t}.lane <> 1)
 RETURNING job, due, stop_asked`
 
 	// doomedManySQL is doomedSQL for every job of $1: the finished records

@@ -26,9 +26,13 @@ func (s *Store) Claim(ctx context.Context, r schedule.Record) error {
 // their nodes schedule.ErrReplaced), but Recovered runs; see
 // schedule.SharedStore. The count and the claim are one step: under Max
 // 1 the claim takes its job's lane, which a unique index allows one run
-// in flight at a time; under a higher Max, on PostgreSQL, the claims of a
-// job lock its row of {t}_jobs in the statement, on SQLite the database's
-// one writer counts alone.
+// in flight at a time, and finds the job busy, too, with a run in flight
+// outside the lane (claimed under another Max, or by a replica of schema
+// version 2); under a higher Max, on PostgreSQL, the claims of a job lock
+// its row of {t}_jobs in the statement, on SQLite the database's one
+// writer counts alone. Claims of one job under different limits at once,
+// as while a rolling deploy changes its Concurrency, may together exceed
+// the lower one.
 //
 // Claims of many jobs at once are sent together, a statement for up to a
 // thousand of them: a claim may wait behind those of other jobs when many

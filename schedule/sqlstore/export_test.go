@@ -3,7 +3,10 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"time"
+
+	"github.com/circulation-go/circulation/schedule"
 )
 
 // SetNewTimeout makes New give up after d when its context has no
@@ -30,4 +33,34 @@ var Mutants = map[string]uint8{
 func SetMutant(m uint8) (restore func()) {
 	testMutant = m
 	return func() { testMutant = mutantNone }
+}
+
+// ClaimBatch sends recs as one batch of claims under Max max, as the
+// batcher does for claims that come together, and returns the outcome of
+// each: "won", "busy", "taken" or an error.
+func ClaimBatch(s *Store, recs []schedule.Record, max int) []string {
+	rs := make([]*request, len(recs))
+	for i, r := range recs {
+		w, err := toRow(r)
+		if err != nil {
+			panic(err)
+		}
+		rs[i] = newRequest(opClaim, w)
+		rs[i].m = int64(max)
+	}
+	s.send(&batch{op: opClaim, reqs: slices.Clone(rs)})
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		switch {
+		case r.err != nil:
+			out[i] = "err: " + r.err.Error()
+		case r.ok:
+			out[i] = "won"
+		case r.busy:
+			out[i] = "busy"
+		default:
+			out[i] = "taken"
+		}
+	}
+	return out
 }

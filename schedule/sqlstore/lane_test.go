@@ -182,3 +182,83 @@ func racingReclaims(t *testing.T, b backend) int {
 	}
 	return bad
 }
+
+// A run put out of its job's lane (its lease expired, and a claim of
+// another slot cleared the lane) can no longer be renewed nor retried: its
+// node hears ErrLeaseLost and ends it, where it would otherwise run on
+// beside the claim that took the lane, and after it every claim of the
+// job.
+func TestRunOutOfItsLaneIsLost(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		withLease(t, 200*time.Millisecond, func(lease time.Duration) bool {
+			dsn := b.dsn(t)
+			sa := newStore(t, b, dsn, sqlstore.WithLease(lease))
+			sb := newStore(t, b, dsn, sqlstore.WithLease(time.Minute))
+			r1 := running("j", 1, "a")
+			_, err := sa.ClaimRun(ctx, r1, one)
+			require.NoError(t, err)
+			time.Sleep(lease + 50*time.Millisecond) // a's renewal is late
+			_, err = sb.ClaimRun(ctx, running("j", 2, "b"), one)
+			require.NoError(t, err, "the expired run holds the job no more")
+			r1.Attempt = 1
+			assert.ErrorIs(t, sa.Renew(ctx, r1), schedule.ErrLeaseLost, "renewed out of its lane")
+			assert.ErrorIs(t, sa.Retry(ctx, failed(r1, "boom")), schedule.ErrLeaseLost, "retried out of its lane")
+			return true
+		})
+	})
+}
+
+// A claim under Max 1 finds its job busy with a run in flight that holds
+// no lane: claimed under another limit (the job's Concurrency lowered
+// during a rolling deploy), or by a replica of schema version 2.
+func TestLaneClaimSeesRunsOutOfTheLane(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithLease(time.Minute))
+		_, err := s.ClaimRun(ctx, running("j", 1, "a"), schedule.Concurrency{Max: 2})
+		require.NoError(t, err)
+		_, err = s.ClaimRun(ctx, running("j", 2, "b"), one)
+		assert.ErrorIs(t, err, schedule.ErrBusy, "slot 1 is in flight")
+		assert.Equal(t, []string{"busy", "busy"}, sqlstore.ClaimBatch(s,
+			[]schedule.Record{running("j", 3, "b"), running("j", 4, "b")}, 1))
+	})
+}
+
+// Claims of several slots of one job in one batch under Max 1, as a
+// catch-up sends them, settle as one at a time would: the earliest slot
+// without a record wins, the others are busy, whichever slots before it
+// are taken; on both dialects alike.
+func TestLaneClaimsOfOneJobInABatch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithLease(time.Minute))
+		for i := 1; i <= 2; i++ {
+			r := running("j", i, "x")
+			require.NoError(t, s.Claim(ctx, r))
+			r.Attempt, r.Status, r.End = 1, schedule.Succeeded, time.Now()
+			require.NoError(t, s.Finish(ctx, r))
+		}
+		var recs []schedule.Record
+		for i := 1; i <= 5; i++ {
+			recs = append(recs, running("j", i, "n"))
+		}
+		assert.Equal(t, []string{"taken", "taken", "won", "busy", "busy"}, sqlstore.ClaimBatch(s, recs, 1))
+		assert.Equal(t, []string{"won", "busy", "busy"}, sqlstore.ClaimBatch(s,
+			[]schedule.Record{running("k", 1, "n"), running("k", 2, "n"), running("k", 3, "n")}, 1))
+	})
+}
+
+// A claim under Max 1 that finds its job busy costs one statement on
+// PostgreSQL, which tells the outcome as it inserts, and two on SQLite,
+// the insert and a read of the slot: the lane is cleared only when a run
+// whose lease expired holds it.
+func TestBusyLaneClaimStatements(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithLease(time.Minute))
+		_, err := s.ClaimRun(ctx, running("j", 1, "a"), one)
+		require.NoError(t, err)
+		before := s.Stats().Statements
+		_, err = s.ClaimRun(ctx, running("j", 2, "a"), one)
+		require.ErrorIs(t, err, schedule.ErrBusy)
+		want := map[string]uint64{"SQLite": 2, "PostgreSQL": 1}[b.name]
+		assert.Equal(t, want, s.Stats().Statements-before)
+	})
+}

@@ -91,7 +91,8 @@ func (s *Store) Retry(ctx context.Context, r schedule.Record) error {
 
 // Reclaim takes over, for node, the claim of job with the oldest Due that
 // is Released, or Running with a lease expired by the database's clock
-// (and not asked to end): it returns the record with Node set to node,
+// (and not asked to end), under c.Max 1 the one in the job's lane first:
+// it returns the record with Node set to node,
 // Attempt incremented, Reason Recovered, Start now and a fresh lease; or
 // schedule.ErrNoRecord if there is none. It takes nothing, and returns
 // schedule.ErrBusy, if the job has c.Max runs in flight with a live lease

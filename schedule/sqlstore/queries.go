@@ -77,9 +77,11 @@ WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4`
 	historySQL = `SELECT ` + readColumns + ` FROM {t} WHERE job = $1 ORDER BY due DESC LIMIT $2`
 
 	// renew extends the lease of the claim (node, attempt) of a running
-	// slot, and says whether a claim asked the run to end.
+	// slot, unless a claim put it out of its job's lane (lane 1, see
+	// unlaneBatchSQL), and says whether a claim asked the run to end.
 	renewSQL = `UPDATE {t} SET lease_until = {now} + $5
 WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0 AND released = 0
+	AND (lane IS NULL OR lane <> 1)
 RETURNING stop_asked`
 
 	// ranked numbers a job's finished records, newest first, the
@@ -115,10 +117,12 @@ RETURNING since`
 
 	// retry hands the running claim (node, attempt) of a slot to its next
 	// attempt, for the same node, with a fresh lease of $8 microseconds,
-	// keeping the failed attempt's Err until the next attempt's outcome.
+	// keeping the failed attempt's Err until the next attempt's outcome;
+	// not a claim put out of its job's lane (renewSQL).
 	retrySQL = `UPDATE {t} SET attempt = attempt + 1, reason = $5, start_ns = $6, end_ns = NULL, err = $7,
 	lease_until = {now} + $8
-WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0 AND released = 0`
+WHERE job = $1 AND due = $2 AND node = $3 AND attempt = $4 AND status = 0 AND released = 0
+	AND (lane IS NULL OR lane <> 1)`
 )
 
 var dollarParam = regexp.MustCompile(`\$([0-9]+)`)

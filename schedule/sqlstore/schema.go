@@ -56,7 +56,8 @@ func (m migration) statements(d Dialect, table string) []string {
 // 1), and the unique index {t}_lane of the running ones keeps one run of
 // the job in flight: a claim of another slot conflicts, as a claim of a
 // slot that has a record does. A run that ends leaves the index with its
-// status; a claim clears the lane of a run whose lease expired. stop_asked
+// status; a claim puts a run whose lease expired out of the lane (lane 1),
+// after which it can be neither renewed nor retried, only taken over. stop_asked
 // is 1 on a running record that a claim under OverlapReplace asked to end
 // (Renew answers schedule.ErrReplaced); released is 1 on a running record
 // (status 0, lease_until NULL) that a stopping node handed over, which

@@ -44,26 +44,31 @@ func (s *Store) sendClaims(ctx context.Context, rs []*request) error {
 // raced; and, if any were asked to, the asking of busy jobs' runs in
 // flight to end.
 //
-// A claim under m 1 that finds its job's lane held by a run whose lease
-// expired clears the lane and claims once more; so does one held back
-// behind an earlier slot of its job in the batch.
+// Some claims under m 1 are made again: one that found its job's lane
+// held by a run whose lease expired, once the lane is cleared, and, on
+// PostgreSQL, one held back behind an earlier slot of its job in the
+// batch. Each round settles at least the earliest of each job's. The
+// claims of the first round are committed: a round after it that fails
+// fails only the requests it carried.
 func (s *Store) sendClaimRuns(ctx context.Context, rs []*request) error {
 	stale, later, err := s.claimAndLook(ctx, rs)
 	if err != nil {
 		return err
 	}
-	if len(stale) > 0 {
-		n, err := s.exec(ctx, s.bq.unlane, string(appendRecords(nil, stale)))
+	for round := 0; len(stale)+len(later) > 0 && round < len(rs); round++ {
+		again := append(later, stale...)
+		if len(stale) > 0 {
+			if _, err = s.exec(ctx, s.bq.unlane, string(appendRecords(nil, stale))); err == nil {
+				stale, later, err = s.claimAndLook(ctx, again)
+			}
+		} else {
+			stale, later, err = s.claimAndLook(ctx, again)
+		}
 		if err != nil {
-			return err
-		}
-		if n > 0 {
-			later = append(later, stale...)
-		}
-	}
-	if len(later) > 0 {
-		if _, _, err := s.claimAndLook(ctx, later); err != nil {
-			return err
+			for _, r := range again {
+				r.ok, r.busy, r.err = false, false, err
+			}
+			break
 		}
 	}
 	var ask []*request
@@ -74,10 +79,9 @@ func (s *Store) sendClaimRuns(ctx context.Context, rs []*request) error {
 	}
 	if len(ask) > 0 {
 		// Asked after the claims: a run in flight that ends meanwhile is
-		// no longer Running, and is not asked.
-		if _, err := s.exec(ctx, s.bq.ask, string(appendRecords(nil, ask))); err != nil {
-			return err
-		}
+		// no longer Running, and is not asked. A failure leaves them
+		// unasked; their claims, busy, are made again.
+		_, _ = s.exec(ctx, s.bq.ask, string(appendRecords(nil, ask)))
 	}
 	return nil
 }
@@ -95,9 +99,9 @@ const (
 // claimLane, those under a higher m with counted, then looks at the slots
 // of rs, and sets ok, busy and pruned on each request. It returns the
 // requests under m 1 worth claiming again: stale, once the lanes of
-// expired runs are cleared (those busy on SQLite, those finding a stale
-// lane on PostgreSQL); later, those held back behind an earlier slot of
-// their job on PostgreSQL. Both are busy until claimed again.
+// expired runs are cleared (those whose job's lane such a run holds);
+// later, those held back behind an earlier slot of their job on
+// PostgreSQL. Both are busy until claimed again.
 func (s *Store) claimAndLook(ctx context.Context, rs []*request) (stale, later []*request, err error) {
 	var lanes, counted []*request
 	for _, r := range rs {
@@ -134,15 +138,16 @@ func (s *Store) claimAndLook(ctx context.Context, rs []*request) (stale, later [
 			return nil, nil, err
 		}
 	}
-	if err := s.look(ctx, rs, won, known); err != nil {
+	staleLane := map[slotKey]bool{}
+	if err := s.look(ctx, rs, won, known, staleLane); err != nil {
 		return nil, nil, err
 	}
 	for _, r := range rs {
 		k := slotKey{r.w.job, r.w.due}
 		switch o, ok := known[k]; {
 		case !ok:
-			if r.busy && r.m == 1 && s.dialect == SQLite {
-				stale = append(stale, r)
+			if r.busy && r.m == 1 && staleLane[k] {
+				stale = append(stale, r) // SQLite's look tells
 			}
 		case o == laneTaken:
 		case o == laneStale:
@@ -205,10 +210,11 @@ func scanWon(won map[slotKey]bool) func(*sql.Rows) error {
 // to its first request, unless, on PostgreSQL, pruning passed it (the
 // claim is withdrawn); a request not won whose outcome is not known is
 // busy if its slot has no record and pruning has not passed it, and its m
-// is a limit. One statement, for the claims won on PostgreSQL (SQLite's
+// is a limit; stale notes those whose job's lane a run with an expired
+// lease holds. One statement, for the claims won on PostgreSQL (SQLite's
 // check pruning as they insert) and those not won whose outcome is not
 // known under a limit; none if there are neither.
-func (s *Store) look(ctx context.Context, rs []*request, won map[slotKey]bool, known map[slotKey]int) error {
+func (s *Store) look(ctx context.Context, rs []*request, won map[slotKey]bool, known map[slotKey]int, stale map[slotKey]bool) error {
 	var claimed, lost []*request
 	for _, r := range rs {
 		k := slotKey{r.w.job, r.w.due}
@@ -222,7 +228,7 @@ func (s *Store) look(ctx context.Context, rs []*request, won map[slotKey]bool, k
 			lost = append(lost, r)
 		}
 	}
-	type fate struct{ recorded, pruned bool }
+	type fate struct{ recorded, pruned, stale bool }
 	fates := map[slotKey]fate{}
 	if len(claimed) > 0 || len(lost) > 0 {
 		args := []any{string(appendRecords(nil, lost))}
@@ -233,10 +239,13 @@ func (s *Store) look(ctx context.Context, rs []*request, won map[slotKey]bool, k
 			return s.query(ctx, s.bq.look, func(sc *sql.Rows) error {
 				var k slotKey
 				var f fate
-				if err := sc.Scan(&k.job, &k.due, &f.recorded, &f.pruned); err != nil {
+				if err := sc.Scan(&k.job, &k.due, &f.recorded, &f.pruned, &f.stale); err != nil {
 					return err
 				}
 				fates[k] = f
+				if f.stale {
+					stale[k] = true
+				}
 				return nil
 			}, args...)
 		})

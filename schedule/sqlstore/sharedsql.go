@@ -66,33 +66,43 @@ const (
 	// whose slots have no record and pruning has not passed, those under
 	// m 1 in their jobs' lanes, and returns the slots claimed. One
 	// statement, which commits at once: a claim of the same slot or lane
-	// waits for it only that long. On SQLite, whose one writer makes it
-	// atomic, a claim not won may have found its slot taken or its job's
-	// lane held: lostBatchSQL tells which.
+	// waits for it only that long. A claim under m 1 also finds its job
+	// busy if a run of another slot is in flight outside the lane (claimed
+	// under another limit, by a replica of schema version 2, or Released
+	// after its lane was taken). On SQLite, whose one writer makes it
+	// atomic, a claim not won may have found its slot taken or its job
+	// busy: lostBatchSQL tells which.
 	claimLaneBatchSQL = `INSERT INTO {t} (` + columns + `, lease_until, lane)
 SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a, {now} + CAST($2 AS BIGINT),
 	CASE WHEN CAST(b.m AS INTEGER) = 1 THEN 0 END FROM {c}
 WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
+	AND (CAST(b.m AS INTEGER) <> 1 OR NOT EXISTS (SELECT 1 FROM {t} f WHERE f.job = b.j AND f.status = 0
+		AND f.due <> b.d AND (f.released = 1 OR f.lease_until >= {now})))
 ORDER BY b.j, b.d
 ON CONFLICT DO NOTHING
 RETURNING job, due`
 
 	// claimLanePostgresSQL is claimLaneBatchSQL on PostgreSQL, which tells
 	// the claims not won apart in the same statement: it returns each slot
-	// claimed with 0; with 2 the claims under m 1 whose job's lane is held,
-	// by a run with a live lease or Released; with 3 those whose lane a
-	// run with an expired lease holds, and with 4 those after the first
-	// slot of their job in the batch, neither of which it inserts. A claim
-	// it does not return found its slot taken, or pruning passed it. A
-	// lane taken after the statement's snapshot is not seen held: the
-	// insert conflicts with it, and fails (unique_violation), to be sent
-	// again.
+	// claimed with 0; with 2 the claims under m 1 whose job is busy: a
+	// run of another slot with a live lease, or Released, in the lane or
+	// out of it; with 3 those whose lane only a run with an expired lease
+	// holds, and with 4 those after the first slot of their job in the
+	// batch, none of which it inserts. A claim it does not return found
+	// its slot taken, or pruning passed it. A lane taken after the
+	// statement's snapshot is not seen held: the insert conflicts with it,
+	// and fails (unique_violation), to be sent again. (The running rows of
+	// a job are read with a lateral join on the index of running rows: an
+	// EXISTS in the select list may be answered with a hash of the whole
+	// table, built at each call.)
 	claimLanePostgresSQL = `WITH c AS (
-	SELECT b.*, CASE WHEN l.job IS NOT NULL AND (l.released = 1 OR l.lease_until >= {now}) THEN 2
-		WHEN l.job IS NOT NULL THEN 3
+	SELECT b.*, CASE WHEN l.h = 2 THEN 2 WHEN l.h = 1 THEN 3
 		WHEN b.m = 1 AND DENSE_RANK() OVER (PARTITION BY b.j ORDER BY b.d) > 1 THEN 4
 		ELSE 0 END AS o
-	FROM {c} LEFT JOIN {t} l ON b.m = 1 AND l.job = b.j AND l.lane = 0 AND l.status = 0 AND l.due <> b.d
+	FROM {c} LEFT JOIN LATERAL (
+		SELECT MAX(CASE WHEN f.released = 1 OR f.lease_until >= {now} THEN 2 WHEN f.lane = 0 THEN 1 ELSE 0 END) AS h
+		FROM {t} f WHERE b.m = 1 AND f.job = b.j AND f.status = 0 AND f.due <> b.d
+	) l ON TRUE
 	WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
 ), ins AS (
 	INSERT INTO {t} (` + columns + `, lease_until, lane)
@@ -131,26 +141,35 @@ RETURNING job, due`
 
 	// lostBatchSQL tells, for each slot of $1, whether it has a record and
 	// whether pruning passed it: a claim not won was taken, or its job is
-	// busy. Joins, not EXISTS in the select list, which PostgreSQL may
-	// answer with a hash of the whole table, built at each call.
-	lostBatchSQL = `SELECT b.j, b.d, x.job IS NOT NULL, w.job IS NOT NULL FROM {b}
+	// busy; and whether a run with an expired lease holds its job's lane,
+	// which a claim under m 1 may clear. Joins, not EXISTS in the select
+	// list, which PostgreSQL may answer with a hash of the whole table,
+	// built at each call; the lane has one row at most.
+	lostBatchSQL = `SELECT b.j, b.d, x.job IS NOT NULL, w.job IS NOT NULL, l.job IS NOT NULL FROM {b}
 LEFT JOIN {t} x ON x.job = b.j AND x.due = b.d
-LEFT JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d`
+LEFT JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d
+LEFT JOIN {t} l ON l.job = b.j AND l.lane = 0 AND l.status = 0 AND l.released = 0 AND l.lease_until < {now}
+	AND l.due <> b.d`
 
 	// lookBatchSQL is lostBatchSQL for the slots of $2 on PostgreSQL, and
 	// returns the slots of $1, claims won, that pruning passed (see
 	// Store.checkPruned). One statement for both.
-	lookBatchSQL = `SELECT b.j, b.d, TRUE, TRUE FROM {b} JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d
+	lookBatchSQL = `SELECT b.j, b.d, TRUE, TRUE, FALSE FROM {b} JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d
 UNION ALL
-SELECT b.j, b.d, x.job IS NOT NULL, w.job IS NOT NULL FROM {b2}
+SELECT b.j, b.d, x.job IS NOT NULL, w.job IS NOT NULL, l.job IS NOT NULL FROM {b2}
 LEFT JOIN {t} x ON x.job = b.j AND x.due = b.d
-LEFT JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d`
+LEFT JOIN {t}_jobs w ON w.job = b.j AND w.pruned_until >= b.d
+LEFT JOIN {t} l ON l.job = b.j AND l.lane = 0 AND l.status = 0 AND l.released = 0 AND l.lease_until < {now}
+	AND l.due <> b.d`
 
 	// unlaneBatchSQL clears the lanes of the jobs of $1 held by runs whose
 	// lease expired, Released runs aside, and returns how many it
-	// cleared: the claims of those jobs may then take them. A lane another
-	// statement holds (SKIP LOCKED) is that one's to clear or keep.
-	unlaneBatchSQL = `UPDATE {t} SET lane = NULL WHERE (job, due) IN (
+	// cleared: the claims of those jobs may then take them. A run put out
+	// of its lane (lane 1) can no longer be renewed nor retried: its node
+	// hears ErrLeaseLost, and the run, once expired, is taken over when
+	// its job is free. A lane another statement holds (SKIP LOCKED) is
+	// that one's to clear or keep.
+	unlaneBatchSQL = `UPDATE {t} SET lane = 1 WHERE (job, due) IN (
 	SELECT job, due FROM {t} WHERE lane = 0 AND status = 0 AND released = 0 AND lease_until < {now}
 		AND job IN (SELECT b.j FROM {b}) {skiplocked})`
 
