@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -87,25 +88,8 @@ func TestStopWaitsForTheObserver(t *testing.T) {
 // after it.
 func TestStopWaitsForTheRecordsOfAnotherCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		var mu sync.Mutex
-		var seen []string
-		j := schedule.NewJob("j", schedule.Every(time.Hour), func(ctx context.Context, _ schedule.Run) error {
-			<-ctx.Done()
-			return nil
-		}, schedule.WithOverlap(schedule.OverlapBufferOne), schedule.WithObserver(func(r schedule.Record) {
-			if r.Status == schedule.Skipped {
-				<-release
-			}
-			mu.Lock()
-			seen = append(seen, r.Status.String())
-			mu.Unlock()
-		}))
-		start(t, j)
-		j.RunNow() // in flight until Stop
-		j.RunNow() // queued behind it: the Pause skips it
-		synctest.Wait()
-		go j.Pause()
+		j, release, seen := runAndQueue(t)
+		go j.Pause()    // skips the queued run
 		synctest.Wait() // Pause is passing the Skipped record
 		stopped := make(chan error, 1)
 		go func() { stopped <- j.Stop(context.Background()) }()
@@ -117,9 +101,7 @@ func TestStopWaitsForTheRecordsOfAnotherCall(t *testing.T) {
 		}
 		close(release)
 		assert.NoError(t, <-stopped)
-		mu.Lock()
-		defer mu.Unlock()
-		assert.ElementsMatch(t, []string{"Skipped", "Canceled"}, seen)
+		assert.ElementsMatch(t, []string{"Skipped", "Canceled"}, seen())
 	})
 }
 
@@ -127,24 +109,7 @@ func TestStopWaitsForTheRecordsOfAnotherCall(t *testing.T) {
 // to the Observer: those of the queued runs it dropped.
 func TestASecondStopWaitsForTheFirstsRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		var mu sync.Mutex
-		var seen []string
-		j := schedule.NewJob("j", schedule.Every(time.Hour), func(ctx context.Context, _ schedule.Run) error {
-			<-ctx.Done()
-			return nil
-		}, schedule.WithOverlap(schedule.OverlapBufferOne), schedule.WithObserver(func(r schedule.Record) {
-			if r.Status == schedule.Skipped {
-				<-release
-			}
-			mu.Lock()
-			seen = append(seen, r.Status.String())
-			mu.Unlock()
-		}))
-		start(t, j)
-		j.RunNow()
-		j.RunNow() // queued: the first Stop drops it
-		synctest.Wait()
+		j, release, seen := runAndQueue(t)
 		first := make(chan error, 1)
 		go func() { first <- j.Stop(context.Background()) }()
 		synctest.Wait() // the first Stop passes the Skipped record
@@ -159,8 +124,36 @@ func TestASecondStopWaitsForTheFirstsRecords(t *testing.T) {
 		close(release)
 		assert.NoError(t, <-first)
 		assert.NoError(t, <-second)
+		assert.ElementsMatch(t, []string{"Skipped", "Canceled"}, seen())
+	})
+}
+
+// runAndQueue starts a job with a run in flight until Stop and a second
+// one queued behind it (OverlapBufferOne), whose Observer, once the
+// queued run is Skipped, waits until release is closed. seen returns the
+// statuses the Observer was passed.
+func runAndQueue(t *testing.T) (j *schedule.Job, release chan struct{}, seen func() []string) {
+	release = make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	j = schedule.NewJob("j", schedule.Every(time.Hour), func(ctx context.Context, _ schedule.Run) error {
+		<-ctx.Done()
+		return nil
+	}, schedule.WithOverlap(schedule.OverlapBufferOne), schedule.WithObserver(func(r schedule.Record) {
+		if r.Status == schedule.Skipped {
+			<-release
+		}
+		mu.Lock()
+		got = append(got, r.Status.String())
+		mu.Unlock()
+	}))
+	start(t, j)
+	j.RunNow()
+	j.RunNow()
+	synctest.Wait()
+	return j, release, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		assert.ElementsMatch(t, []string{"Skipped", "Canceled"}, seen)
-	})
+		return slices.Clone(got)
+	}
 }
