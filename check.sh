@@ -338,10 +338,25 @@ herd_step() {
 
 ## The order: the waiting step first, in the background; then the others.
 
+# sqlstore's suite runs in two processes at once, each with a PostgreSQL of
+# its own: it mostly waits (leases, polls, replica processes), and two
+# halves take little longer than the longer one. sqlstore_long names its
+# longest tests, about half of its time (go test -json's Elapsed).
+sqlstore_long='^(TestFollowDefinitions|TestRollingRestart|TestHerdKillDuringBatchedClaims|TestClusterMutants|TestOutage)$'
+
 sqlstore_race() {
 	note "go test -race -c"
 	(cd schedule/sqlstore && go test -race -c -o "$bin/sqlstore.test" .) || return 1
-	runtest "schedule/sqlstore -race" schedule/sqlstore "$bin/sqlstore.test" -test.count=1 -test.timeout=20m
+	local want got
+	want=$(tr '|' '\n' <<<"$sqlstore_long" | wc -l)
+	got=$(cd schedule/sqlstore && "$bin/sqlstore.test" -test.list "$sqlstore_long" | wc -l)
+	if [ "$got" != "$want" ]; then
+		echo "sqlstore_long in check.sh names $want tests, of which $got exist"
+		return 1
+	fi
+	parallel \
+		"runtest 'schedule/sqlstore -race, its longest tests' schedule/sqlstore '$bin/sqlstore.test' -test.count=1 -test.timeout=20m -test.run '$sqlstore_long'" \
+		"runtest 'schedule/sqlstore -race, the others' schedule/sqlstore '$bin/sqlstore.test' -test.count=1 -test.timeout=20m -test.skip '$sqlstore_long'"
 }
 
 step "gofmt" gofmt_step
