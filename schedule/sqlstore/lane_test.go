@@ -1,10 +1,7 @@
 package sqlstore_test
 
 import (
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,29 +148,14 @@ func racingReclaims(t *testing.T, b backend) int {
 	bad := 0
 	for round := range rounds {
 		job := fmt.Sprint("race", round)
-		var won atomic.Int32
-		var start, wg sync.WaitGroup
-		start.Add(1)
-		for i, s := range stores {
-			wg.Go(func() {
-				start.Wait()
-				var err error
-				if i%2 == 0 {
-					_, err = s.Reclaim(ctx, job, fmt.Sprint(i), one)
-				} else {
-					_, err = s.ClaimRun(ctx, running(job, i, fmt.Sprint(i)), one)
-				}
-				switch {
-				case err == nil:
-					won.Add(1)
-				case !errors.Is(err, schedule.ErrBusy) && !errors.Is(err, schedule.ErrNoRecord):
-					t.Errorf("round %d, store %d: %v", round, i, err)
-				}
-			})
-		}
-		start.Done()
-		wg.Wait()
-		switch n := won.Load(); {
+		switch n := raceStores(t, stores, func(i int, s *sqlstore.Store) error {
+			if i%2 == 0 {
+				_, err := s.Reclaim(ctx, job, fmt.Sprint(i), one)
+				return err
+			}
+			_, err := s.ClaimRun(ctx, running(job, i, fmt.Sprint(i)), one)
+			return err
+		}, schedule.ErrBusy, schedule.ErrNoRecord); {
 		case n > 1:
 			bad++
 		case n == 0:

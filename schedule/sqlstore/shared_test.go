@@ -273,23 +273,11 @@ func racingClaims(t *testing.T, b backend, dsn string, max int) int {
 		require.NoError(t, err)
 		first.Status, first.End = schedule.Succeeded, time.Now()
 		require.NoError(t, stores[0].Finish(ctx, first))
-		var won atomic.Int32
-		var start, wg sync.WaitGroup
-		start.Add(1)
-		for i, s := range stores {
-			wg.Go(func() {
-				start.Wait()
-				r := schedule.Record{Job: job, Due: slot(i), Status: schedule.Running, Start: time.Now(), Node: fmt.Sprint(i), Attempt: 1}
-				if _, err := s.ClaimRun(ctx, r, schedule.Concurrency{Max: max}); err == nil {
-					won.Add(1)
-				} else if !errors.Is(err, schedule.ErrBusy) {
-					t.Errorf("claim: %v", err)
-				}
-			})
-		}
-		start.Done()
-		wg.Wait()
-		switch n := won.Load(); {
+		switch n := raceStores(t, stores, func(i int, s *sqlstore.Store) error {
+			r := schedule.Record{Job: job, Due: slot(i), Status: schedule.Running, Start: time.Now(), Node: fmt.Sprint(i), Attempt: 1}
+			_, err := s.ClaimRun(ctx, r, schedule.Concurrency{Max: max})
+			return err
+		}, schedule.ErrBusy); {
 		case n > int32(max):
 			bad++
 		case n == 0:
@@ -365,4 +353,31 @@ ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	got, err := s.Reclaim(ctx, "j", "b", schedule.Concurrency{Max: 1})
 	assert.NoError(t, err, "the Released slot is still there to take over")
 	assert.True(t, got.Due.Equal(slot(1)))
+}
+
+// raceStores calls f with each of stores at once, released together, and returns
+// how many calls succeeded; an error other than those of lost fails t.
+func raceStores(t *testing.T, stores []*sqlstore.Store, f func(i int, s *sqlstore.Store) error, lost ...error) int32 {
+	var won atomic.Int32
+	var start, wg sync.WaitGroup
+	start.Add(1)
+	for i, s := range stores {
+		wg.Go(func() {
+			start.Wait()
+			err := f(i, s)
+			if err == nil {
+				won.Add(1)
+				return
+			}
+			for _, l := range lost {
+				if errors.Is(err, l) {
+					return
+				}
+			}
+			t.Errorf("store %d: %v", i, err)
+		})
+	}
+	start.Done()
+	wg.Wait()
+	return won.Load()
 }
