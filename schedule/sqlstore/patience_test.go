@@ -3,9 +3,12 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,4 +74,91 @@ func within(t *testing.T, err error, msgAndArgs ...any) bool {
 	}
 	require.NoError(t, err, msgAndArgs...)
 	return true
+}
+
+// A leaseClock is a Store whose calls that stamp a lease (ClaimRun, Renew,
+// Retry) are timed, and those that end it (Finish, Release): for a test
+// under withLease that must know whether its node kept its leases fresh.
+// A claim stays fresh while each such call ends less than a lease after
+// the start of the one that stamped the lease before it; Late reports
+// whether one did not, or a lease was neither renewed nor ended in time,
+// so that a takeover is the machine's delay and tells nothing.
+type leaseClock struct {
+	*sqlstore.Store
+	mu   sync.Mutex
+	last map[time.Time]time.Time // by Due: the start of the latest call that stamped its lease
+	late bool
+}
+
+func newLeaseClock(s *sqlstore.Store) *leaseClock {
+	return &leaseClock{Store: s, last: map[time.Time]time.Time{}}
+}
+
+// stamped notes a call that began at start for the slot due at due and
+// returned err; ended says it ended the lease.
+func (c *leaseClock) stamped(due, start time.Time, err error, ended bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		return
+	}
+	if prev, ok := c.last[due]; ok && time.Since(prev) >= c.Lease() {
+		c.late = true
+	}
+	if ended {
+		delete(c.last, due)
+	} else {
+		c.last[due] = start
+	}
+}
+
+// Late reports whether a call that stamped or ended a lease came late, or
+// a lease is neither renewed nor ended yet, a lease after it was stamped.
+func (c *leaseClock) Late() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, start := range c.last {
+		if time.Since(start) >= c.Lease() {
+			c.late = true
+		}
+	}
+	return c.late
+}
+
+func (c *leaseClock) ClaimRun(ctx context.Context, r schedule.Record, cc schedule.Concurrency) (time.Time, error) {
+	start := time.Now()
+	t, err := c.Store.ClaimRun(ctx, r, cc)
+	if time.Since(start) >= c.Lease() {
+		c.mu.Lock()
+		c.late = true
+		c.mu.Unlock()
+	}
+	c.stamped(r.Due, start, err, false)
+	return t, err
+}
+
+func (c *leaseClock) Renew(ctx context.Context, r schedule.Record) error {
+	start := time.Now()
+	err := c.Store.Renew(ctx, r)
+	c.stamped(r.Due, start, err, false)
+	return err
+}
+
+func (c *leaseClock) Retry(ctx context.Context, r schedule.Record) error {
+	start := time.Now()
+	err := c.Store.Retry(ctx, r)
+	c.stamped(r.Due, start, err, false)
+	return err
+}
+
+func (c *leaseClock) Finish(ctx context.Context, r schedule.Record) error {
+	err := c.Store.Finish(ctx, r)
+	c.stamped(r.Due, time.Time{}, err, true)
+	return err
+}
+
+func (c *leaseClock) Release(ctx context.Context, r schedule.Record) error {
+	err := c.Store.Release(ctx, r)
+	c.stamped(r.Due, time.Time{}, err, true)
+	return err
 }
