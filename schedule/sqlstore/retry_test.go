@@ -90,14 +90,14 @@ func TestRetryRenewsTheLease(t *testing.T) {
 		r := running("j", 0, "a")
 		r.Attempt = 1
 		require.NoError(t, s.Claim(ctx, r))
-		require.Eventually(t, expired, 10*lease, 20*time.Millisecond, "the claim's lease expires")
+		eventually(t, "the claim's lease expires", expired)
 
 		require.NoError(t, s.Retry(ctx, failed(r, "boom")), "a lease expired but not taken over")
 		assert.False(t, expired(), "the retry's lease is fresh")
 		_, err := s.Reclaim(ctx, "j", "b", schedule.Concurrency{})
 		require.ErrorIs(t, err, schedule.ErrNoRecord, "no takeover of a fresh lease")
 
-		require.Eventually(t, expired, 10*lease, 20*time.Millisecond, "the retry's lease expires")
+		eventually(t, "the retry's lease expires", expired)
 		rec, err := s.Reclaim(ctx, "j", "b", schedule.Concurrency{})
 		require.NoError(t, err)
 		assert.Equal(t, 3, rec.Attempt)
