@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"sync"
+	"time"
 )
 
 // A RunLimit bounds the runs in flight of the jobs that share it. A run
@@ -24,18 +25,21 @@ import (
 type RunLimit struct {
 	max int
 
-	mu      sync.Mutex
-	running int        // runs in flight
-	queue   []*waiting // runs waiting, oldest first; queue[:head] are gone
-	head    int
-	waits   int // runs waiting, not dropped
+	mu       sync.Mutex
+	running  int        // runs in flight
+	queue    []*waiting // runs waiting, oldest first; queue[:head] are gone
+	head     int
+	waits    int         // runs waiting, not dropped, deferred ones included
+	deferred handOffs    // runs waiting for their hand-off time (Sharer), soonest first
+	timer    *time.Timer // fires at the earliest hand-off time
 }
 
 // A waiting run is a runner a RunLimit has not started yet: the batch of
 // runs it is to run for its job.
 type waiting struct {
 	work
-	state uint8 // waitQueued, waitStarted or waitDropped; guarded by RunLimit.mu
+	at    time.Time // the hand-off time of a deferred run
+	state uint8     // waitQueued, waitStarted or waitDropped; guarded by RunLimit.mu
 }
 
 const (
@@ -74,10 +78,22 @@ type limited interface {
 
 // enter starts a runner of j for first and batch if the limit allows, or else queues
 // it and returns its place, for j to drop should it stop first. now says
-// the run may not wait: it starts at once, past the limit if need be. The
-// caller holds j.mu.
+// the run may not wait: it starts at once, past the limit if need be. A
+// slot that j's Sharer hands to another node first waits for its hand-off
+// time in the RunLimit, then for its turn after the runs waiting then.
+// The caller holds j.mu.
 func (l *RunLimit) enter(j *Job, first pending, batch []pending, now bool) *waiting {
+	var at time.Time
+	if !now {
+		at = j.handOffAt(j.firstPending(&first, batch))
+	}
 	l.mu.Lock()
+	if !at.IsZero() && time.Until(at) > 0 {
+		w := &waiting{work: work{j: j, p: first, batch: batch}}
+		l.deferLocked(w, at)
+		l.mu.Unlock()
+		return w
+	}
 	if l.running < l.max || now {
 		l.running++
 		l.mu.Unlock()

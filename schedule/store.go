@@ -190,6 +190,26 @@ type SharedStore interface {
 	SinceOf(ctx context.Context, jobs map[string]time.Time) (map[string]time.Time, error)
 }
 
+// A Sharer is a SharedStore whose nodes share the jobs rather than race
+// for every slot: each job has an owner among the nodes, which claims its
+// slots at once. A Job on another node hands a slot that falls due to the
+// owner: it claims it only after a hand-off delay, a quarter of its grace
+// period (WithMisfire), and then only if the slot is still unclaimed, as
+// it always claims. Until then the run waits, holding no goroutine if the
+// job has a RunLimit, and counts as in flight. Catch-ups, manual runs and
+// takeovers are claimed at once, and so is every slot of a job whose grace
+// period is zero. The claim stays what runs each slot once: two nodes that
+// both take themselves for a job's owner, or neither, for a while, only
+// claim at the same time, or late.
+// schedule/sqlstore's Store is a Sharer (sqlstore.Store.Owns).
+type Sharer interface {
+	SharedStore
+	// Owns reports whether this node is to claim the slots of job at
+	// once: it owns job, or the owner cannot take the slot now (it is at
+	// its limit of runs in flight), or the store does not know.
+	Owns(job string) bool
+}
+
 // Concurrency is what a claim asks of the runs of its job in flight on
 // every node sharing a SharedStore: at most Max of them (no limit if Max
 // is 0), and with Replace, that those in flight end. A Job's overlap

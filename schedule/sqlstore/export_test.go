@@ -64,3 +64,17 @@ func ClaimBatch(s *Store, recs []schedule.Record, max int) []string {
 	}
 	return out
 }
+
+// OwnerOf returns the owner of job among nodes, by rendezvous hashing.
+func OwnerOf(job string, nodes []string) string {
+	ms := make([]member, len(nodes))
+	for i, n := range nodes {
+		ms[i] = member{name: n}
+	}
+	owner, _ := ownerOf(job, ms)
+	return owner
+}
+
+// Heartbeat sends the Store's heartbeat and reads the nodes, as a look for
+// expired claims does.
+func (s *Store) Heartbeat(ctx context.Context) error { return s.heartbeat(ctx) }

@@ -190,7 +190,8 @@ func (s *Store) reclaimOnce(ctx context.Context, job, node string, max, start, e
 // over: Released, or Running with a lease expired by the database's clock.
 // The schedule.Jobs of a process on s look for them with one call of it
 // every quarter of a lease, whatever their number: a million idle jobs cost
-// four queries a lease.
+// four looks a lease. Each look is also the Store's heartbeat among the
+// nodes, which shares the jobs among them (Owns): three statements in all.
 func (s *Store) Expired(ctx context.Context, limit int) ([]string, error) {
 	s.mustBeMade()
 	if limit <= 0 {
@@ -211,6 +212,9 @@ func (s *Store) Expired(ctx context.Context, limit int) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: looking for expired claims: %w", err)
 	}
+	// The look is the Store's heartbeat among the nodes (Owns): a failed
+	// one leaves the view it had, which ages out.
+	_ = s.heartbeat(ctx)
 	return names, nil
 }
 

@@ -89,8 +89,7 @@ func backends() []backend {
 			// A fresh table for each run of the test (-count).
 			db := openDB(t, "pgx", pg.dsn)
 			tb := tableFor(t)
-			if _, err := db.Exec("DROP TABLE IF EXISTS " + tb + ", " + tb + "_jobs, " + tb + "_schema, " +
-				tb + "_tasks, " + tb + "_tasks_version, " + tb + "_since CASCADE"); err != nil {
+			if err := sqlstore.Drop(ctx, db, sqlstore.PostgreSQL, tb); err != nil {
 				t.Fatal(err)
 			}
 			return pg.dsn

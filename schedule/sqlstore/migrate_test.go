@@ -48,7 +48,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 		s := newStore(t, b, dsn, sqlstore.WithHistory(100, 100))
 		require.Equal(t, sqlstore.SchemaVersion(), version())
-		require.Equal(t, 3, sqlstore.SchemaVersion())
+		require.Equal(t, 4, sqlstore.SchemaVersion())
 		h, err := s.History(ctx, "j", 10)
 		require.NoError(t, err)
 		require.Len(t, h, len(wrote), "the records are kept")
@@ -94,9 +94,7 @@ func TestLongestTableName(t *testing.T) {
 		db := openDB(t, b.driver, dsn)
 		tb := strings.Repeat("t", 48)
 		if b.dialect == sqlstore.PostgreSQL {
-			_, err := db.Exec("DROP TABLE IF EXISTS " + tb + ", " + tb + "_jobs, " + tb + "_schema, " +
-				tb + "_tasks, " + tb + "_tasks_version, " + tb + "_since CASCADE")
-			require.NoError(t, err)
+			require.NoError(t, sqlstore.Drop(ctx, db, sqlstore.PostgreSQL, tb))
 		}
 		s, err := sqlstore.New(ctx, db, b.dialect, sqlstore.WithTable(tb))
 		require.NoError(t, err)

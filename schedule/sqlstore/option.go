@@ -15,6 +15,8 @@ type options struct {
 	failed    int             // other finished records kept per job
 	runs      int             // WithRunLimit's
 	handlers  map[string]bool // WithHandlers': the handlers a definition may name; nil for any
+	node      string          // WithNode's
+	race      bool            // WithSharing(false)
 }
 
 func defaultOptions() options {
@@ -24,6 +26,7 @@ func defaultOptions() options {
 		succeeded: 3,
 		failed:    1,
 		runs:      DefaultRunLimit,
+		node:      defaultNode(),
 	}
 }
 
@@ -36,6 +39,9 @@ func (o *options) validate() error {
 	}
 	if o.runs < 1 {
 		return fmt.Errorf("sqlstore: WithRunLimit(%d): want at least 1", o.runs)
+	}
+	if o.node == "" || len(o.node) > 200 {
+		return fmt.Errorf("sqlstore: WithNode(%q): want 1 to 200 bytes", o.node)
 	}
 	if o.succeeded < 1 || o.failed < 0 {
 		return fmt.Errorf("sqlstore: WithHistory(%d, %d): want succeeded >= 1 and failed >= 0", o.succeeded, o.failed)
@@ -118,4 +124,24 @@ func WithHandlers(names ...string) Option {
 			o.handlers[n] = true
 		}
 	})
+}
+
+// WithNode names the Store among the nodes that share the jobs on its
+// table (Nodes, Owns): by default the host's name, the process id and
+// random bytes, a name of its own each time. Two Stores that run jobs
+// at once must not share a name: each would take the other's share for
+// its own, and their jobs' slots would wait for a hand-off delay. The
+// name is 1 to 200 bytes. It is not the node a schedule.Job records in
+// its runs (schedule.WithNode).
+func WithNode(name string) Option {
+	return optionFunc(func(o *options) { o.node = name })
+}
+
+// WithSharing(false) makes the Store's jobs claim every slot at once,
+// whichever node owns the job: the nodes then race for each slot, and the
+// first claim to reach the database wins, as one node's batches usually
+// do. By default they share the jobs (Owns). Either way each slot runs
+// once; the Store still sends its heartbeat, and is listed by Nodes.
+func WithSharing(on bool) Option {
+	return optionFunc(func(o *options) { o.race = !on })
 }

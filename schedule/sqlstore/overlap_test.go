@@ -52,10 +52,14 @@ func mostInFlight(events []event) int {
 // policy overlap (and WithMaxParallel(maxParallel)) on three replica
 // processes sharing b for 3 s, and returns the most runs in flight at once
 // between them, and the fate of each slot due while all three were up,
-// from the store.
+// from the store. The replicas race for every slot (WithSharing(false)):
+// had the job's owner claimed each slot first, the others' claims, a
+// hand-off later, would find the slot recorded, and the count of the
+// job's runs on other replicas would be left untried.
 func overlapCluster(t *testing.T, b backend, overlap string, maxParallel int, mutant string) (most int, fates map[schedule.Status]int) {
 	c := newCluster(t, b, replicaConfig{Every: 300 * time.Millisecond, Lease: 2 * time.Second, Misfire: schedule.MisfireRunOnce,
-		MinRun: 700 * time.Millisecond, MaxRun: 700 * time.Millisecond, Overlap: overlap, MaxParallel: maxParallel, Mutant: mutant})
+		MinRun: 700 * time.Millisecond, MaxRun: 700 * time.Millisecond, Overlap: overlap, MaxParallel: maxParallel, Mutant: mutant,
+		Race: true})
 	for i := range 3 {
 		c.start(fmt.Sprint("n", i))
 	}

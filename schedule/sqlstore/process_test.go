@@ -67,6 +67,9 @@ func helperStore(opts ...sqlstore.Option) (*sqlstore.Store, *sql.DB, error) {
 		d = sqlstore.PostgreSQL
 	}
 	opts = append([]sqlstore.Option{sqlstore.WithTable(os.Getenv(envTable))}, opts...)
+	if node := os.Getenv(envNode); node != "" {
+		opts = append(opts, sqlstore.WithNode(node))
+	}
 	s, err := sqlstore.New(ctx, db, d, opts...)
 	if err != nil {
 		db.Close()

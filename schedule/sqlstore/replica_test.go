@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
 )
 
 // replicaSeconds is how long TestReplicas runs: 20s, 4s with -short, or
@@ -80,7 +81,8 @@ func TestReplicas(t *testing.T) {
 	})
 }
 
-// TestCrash kills a replica with SIGKILL in the middle of a run: another
+// TestCrash kills a replica, the owner of the job, with SIGKILL in the
+// middle of a run: another
 // replica takes the slot over once the lease expired, with Reason
 // Recovered and Attempt 2, and every other slot still runs once. The
 // victim's runs last 400ms, so that several are in flight when it dies:
@@ -99,16 +101,22 @@ func TestCrash(t *testing.T) {
 		}
 	}
 	eachBackend(t, func(t *testing.T, b backend) {
+		// The victim is the job's owner, which runs its slots.
+		nodes := []string{"n0", "n1", "n2"}
+		owner := sqlstore.OwnerOf(replicaJob, nodes)
 		c := newCluster(t, b, replicaConfig{Every: 100 * time.Millisecond, Lease: lease, Misfire: schedule.MisfireRunAll,
-			MaxRun: 250 * time.Millisecond, Slow: "n0", SlowRun: 400 * time.Millisecond})
-		victim := c.start("n0")
-		c.start("n1")
-		c.start("n2")
+			MaxRun: 250 * time.Millisecond, Slow: owner, SlowRun: 400 * time.Millisecond})
+		var victim *replicaProc
+		for _, n := range nodes {
+			if p := c.start(n); n == owner {
+				victim = p
+			}
+		}
 		from := time.Now()
 		time.Sleep(time.Second)
 		c.drain()
 		e, ok := c.next(5*time.Second, func(e event) bool {
-			return e.node == "n0" && e.kind == "start" && e.reason == schedule.Scheduled
+			return e.node == owner && e.kind == "start" && e.reason == schedule.Scheduled
 		})
 		if !ok {
 			t.Fatal("the victim ran no slot in 5s")
@@ -126,8 +134,10 @@ func TestCrash(t *testing.T) {
 		time.Sleep(time.Second)
 		to := c.settled()
 		c.await(from, to)
-		for _, p := range c.procs[1:] {
-			c.stop(p)
+		for _, p := range c.procs {
+			if p != victim {
+				c.stop(p)
+			}
 		}
 
 		// The victim's runs whose outcome it did not record, because it
@@ -143,7 +153,7 @@ func TestCrash(t *testing.T) {
 		}
 		recorded := map[int64]bool{}
 		for _, r := range h {
-			if r.Node == "n0" {
+			if r.Node == owner {
 				recorded[r.Due.UnixNano()] = true
 			}
 		}
@@ -151,13 +161,13 @@ func TestCrash(t *testing.T) {
 		// its observer printed the record: the store has it.
 		observed := map[int64]bool{}
 		for _, e := range events {
-			if e.node == "n0" && e.kind == "rec" {
+			if e.node == owner && e.kind == "rec" {
 				observed[e.due] = true
 			}
 		}
 		for _, r := range h {
-			if due := r.Due.UnixNano(); r.Node == "n0" && !observed[due] {
-				events = append(events, event{node: "n0", kind: "rec", due: due, status: r.Status, reason: r.Reason, try: r.Attempt})
+			if due := r.Due.UnixNano(); r.Node == owner && !observed[due] {
+				events = append(events, event{node: owner, kind: "rec", due: due, status: r.Status, reason: r.Reason, try: r.Attempt})
 			}
 		}
 		// Only the runs it started count: a late tick of the victim
@@ -165,13 +175,13 @@ func TestCrash(t *testing.T) {
 		// observer prints them, refused.
 		lost := map[int64]bool{}
 		for _, e := range events {
-			if e.node == "n0" && !recorded[e.due] && e.kind == "start" {
+			if e.node == owner && !recorded[e.due] && e.kind == "start" {
 				lost[e.due] = true
 			}
 		}
 		kept := events[:0:0]
 		for _, e := range events {
-			if e.node == "n0" && lost[e.due] && e.kind == "end" {
+			if e.node == owner && lost[e.due] && e.kind == "end" {
 				continue
 			}
 			kept = append(kept, e)
@@ -198,11 +208,36 @@ func TestCrash(t *testing.T) {
 		})
 		recs := c.checkStore(slots)
 		for due := range lost {
-			if r := recs[due]; r.Attempt != 2 || r.Node == "n0" || r.Reason != schedule.Recovered {
+			if r := recs[due]; r.Attempt != 2 || r.Node == owner || r.Reason != schedule.Recovered {
 				t.Errorf("killed slot's record: %+v", r)
 			}
 		}
 		t.Logf("%d slots; %d in flight on the killed replica, taken over", len(slots), len(lost))
+
+		// The owner's next slots run on the others, each no later than a
+		// lease and the grace period after its due time, beyond the
+		// delay the machine gave the owner's own starts before the kill.
+		// Until the owner's heartbeat is a lease old the others wait the
+		// hand-off first; then they claim at once.
+		var delay, worst time.Duration
+		for due, es := range tl.starts {
+			for _, e := range es {
+				late := e.at.Sub(time.Unix(0, due))
+				switch {
+				case e.node == owner && e.at.Before(killed):
+					delay = max(delay, late)
+				case e.reason != schedule.Recovered && due > killed.UnixNano():
+					if e.node == owner {
+						t.Errorf("slot %v started on the killed owner", time.Unix(0, due).UTC())
+					}
+					worst = max(worst, late)
+				}
+			}
+		}
+		t.Logf("the owner's starts were up to %v late; after the kill, the others' up to %v", delay, worst)
+		if bound := lease + time.Second + delay; worst > bound {
+			t.Errorf("a slot after the owner's kill started %v after its due time, over %v", worst, bound)
+		}
 	})
 }
 

@@ -65,6 +65,11 @@ func (m migration) statements(d Dialect, table string) []string {
 // neither prunes it nor takes it over. The view names it. The rows of
 // {t}_jobs are also each job's lock for the claims that count its runs in
 // flight under a limit above 1, on PostgreSQL.
+//
+// Version 4: the nodes that run jobs on the table ({t}_nodes, see
+// Store.Nodes): one row a node, its heartbeat and when it started in Unix
+// microseconds by the database's clock, its runs in flight and its run
+// limit at its last heartbeat, and the version of this package it runs.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -187,6 +192,17 @@ FROM {t}`,
 		`DROP VIEW {t}_readable`,
 	},
 	postgres: []string{claimCountedFuncSQL},
+}, {
+	all: []string{
+		`CREATE TABLE {t}_nodes (
+	node      TEXT    NOT NULL PRIMARY KEY,
+	started   BIGINT  NOT NULL,
+	heartbeat BIGINT  NOT NULL,
+	running   INTEGER NOT NULL,
+	run_limit INTEGER NOT NULL,
+	version   TEXT    NOT NULL
+)`,
+	},
 }}
 
 func init() {

@@ -93,6 +93,8 @@ type Store struct {
 	bq       batchQueries
 	stats    counters
 	defs     *Definitions
+	members  atomic.Pointer[members] // the live nodes at the latest heartbeat
+	beats    atomic.Uint64           // heartbeats sent
 
 	// unsure holds the claims made through this Store whose statement
 	// failed: the connection may have broken after the commit, leaving

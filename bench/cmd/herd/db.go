@@ -20,7 +20,7 @@ func prepare(o options) (*sql.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := db.Exec("DROP TABLE IF EXISTS " + table + ", " + table + "_jobs, " + table + "_schema"); err != nil {
+		if err := sqlstore.Drop(context.Background(), db, sqlstore.PostgreSQL, table); err != nil {
 			db.Close()
 			return nil, err
 		}

@@ -63,6 +63,7 @@ type options struct {
 	Due      int64 // Unix ns, for the replicas
 	Node     string
 	JSON     bool
+	Race     bool // the replicas race for every slot: sqlstore.WithSharing(false)
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	child := flag.Bool("child", false, "internal: run as a replica")
 	flag.Int64Var(&o.Due, "due", 0, "internal: the due instant of a replica, in Unix ns")
 	flag.StringVar(&o.Node, "node", "", "internal: a replica's node name")
+	flag.BoolVar(&o.Race, "race", false, "the replicas race for every slot (sqlstore.WithSharing(false)) rather than share the jobs")
 	flag.Parse()
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -227,7 +229,8 @@ func parent(o options) error {
 
 func replicaArgs(o options, node string) []string {
 	return []string{"-child", "-store", o.Store, "-jobs", strconv.Itoa(o.Jobs), "-lease", o.Lease.String(),
-		"-pool", strconv.Itoa(o.Pool), "-runs", strconv.Itoa(o.Runs), "-dsn", o.DSN, "-due", strconv.FormatInt(o.Due, 10), "-node", node}
+		"-pool", strconv.Itoa(o.Pool), "-runs", strconv.Itoa(o.Runs), "-dsn", o.DSN, "-due", strconv.FormatInt(o.Due, 10), "-node", node,
+		"-race=" + strconv.FormatBool(o.Race)}
 }
 
 // A summary is a herd's figures.
@@ -241,6 +244,7 @@ type summary struct {
 	AllRecorded        time.Duration `json:",omitempty"` // until every run had a Succeeded record
 	RunsPerSecond      float64
 	RanTwice, NeverRan int
+	Shares             []float64           // per process: its part of the runs
 	StatementsPerSlot  float64             `json:",omitempty"`
 	PeakRSSMB          []float64           // per process
 	CPUSeconds         []float64           // per process
@@ -267,6 +271,7 @@ func report(o options, due time.Time, recorded time.Duration, rs []result) error
 			}
 		}
 		s.PeakRSSMB = append(s.PeakRSSMB, float64(r.RSS)/1e6)
+		s.Shares = append(s.Shares, float64(len(r.Starts))/float64(o.Jobs))
 		s.CPUSeconds = append(s.CPUSeconds, r.CPU.Seconds())
 		s.SetupSeconds = append(s.SetupSeconds, r.Setup.Seconds())
 		statements += r.Stats["Statements"]
@@ -321,6 +326,7 @@ func report(o options, due time.Time, recorded time.Duration, rs []result) error
 	}
 	fmt.Printf("runs per second: %.0f\n", s.RunsPerSecond)
 	fmt.Printf("ran twice: %d, never ran: %d\n", s.RanTwice, s.NeverRan)
+	fmt.Printf("share of runs:   %s\n", floats(s.Shares, "%.3f"))
 	if o.Store != "memory" {
 		fmt.Printf("statements per slot: %.3f\n", s.StatementsPerSlot)
 	}

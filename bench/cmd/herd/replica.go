@@ -45,7 +45,10 @@ func openStore(o options) (*sqlstore.Store, *sql.DB, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []sqlstore.Option{sqlstore.WithTable(table), sqlstore.WithLease(o.Lease)}
+	opts := []sqlstore.Option{sqlstore.WithTable(table), sqlstore.WithLease(o.Lease), sqlstore.WithSharing(!o.Race)}
+	if o.Node != "" {
+		opts = append(opts, sqlstore.WithNode(o.Node))
+	}
 	if o.Runs > 0 {
 		opts = append(opts, sqlstore.WithRunLimit(o.Runs))
 	}
@@ -90,6 +93,11 @@ func replica(o options) error {
 	}
 	if err := schedule.StartAll(context.Background(), jobs...); err != nil {
 		return err
+	}
+	// Ready once the Store shares the jobs with every replica: the
+	// others' first heartbeats come a quarter lease apart at most.
+	for !o.Race && o.Store != "sqlite" && len(store.Sharing()) < o.Replicas && time.Now().Before(due) {
+		time.Sleep(10 * time.Millisecond)
 	}
 	setup := time.Since(begin)
 	out := bufio.NewWriter(os.Stdout)

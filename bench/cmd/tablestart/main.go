@@ -210,7 +210,7 @@ func measure(o options, table string) (r round, err error) {
 		if err != nil {
 			return r, err
 		}
-		_, err = db.Exec(fmt.Sprintf("DROP TABLE IF EXISTS %[1]s, %[1]s_jobs, %[1]s_schema, %[1]s_tasks, %[1]s_tasks_version, %[1]s_since CASCADE", table))
+		err = sqlstore.Drop(ctx, db, sqlstore.PostgreSQL, table)
 		db.Close()
 		if err != nil {
 			return r, err

@@ -1,0 +1,192 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+	"github.com/circulation-go/circulation/schedule/sqlstore"
+)
+
+// TestShareOfAHerd runs a herd of jobs of 300ms due at once on three
+// Stores that share a table, each job on all three: each slot runs once,
+// none is left unrun, and each node runs its share, a third ± 5%, the
+// jobs it owns, at the due time. A node that is not a job's owner claims
+// its slot a quarter of the grace period late, and finds it claimed. A
+// run of the owner that started after that (a slow machine) tells
+// nothing: withLease tries again with a longer lease and grace.
+func TestShareOfAHerd(t *testing.T) {
+	t.Parallel() // real time, mostly waiting
+	eachBackend(t, func(t *testing.T, b backend) {
+		jobs := 900
+		if testing.Short() {
+			jobs = 300
+		}
+		nodes := []string{"a", "b", "c"}
+		withLease(t, time.Second, func(lease time.Duration) bool {
+			dsn := b.dsn(t)
+			grace := lease
+			var stores []*sqlstore.Store
+			for _, n := range nodes {
+				stores = append(stores, newStore(t, b, dsn, sqlstore.WithLease(lease), sqlstore.WithNode(n)))
+			}
+			due := time.Now().Add(3*lease + time.Second).Round(0)
+			var mu sync.Mutex
+			ran := map[string]int{}  // by node
+			runs := map[string]int{} // by job
+			late := time.Duration(0) // the latest start after the due time
+			var all []*schedule.Job
+			for i, s := range stores {
+				node := nodes[i]
+				for k := range jobs {
+					name := fmt.Sprint("share-", k)
+					all = append(all, schedule.NewJob(name, schedule.Once(due), func(ctx context.Context, r schedule.Run) error {
+						mu.Lock()
+						ran[node]++
+						runs[name]++
+						late = max(late, time.Since(r.Due))
+						mu.Unlock()
+						sleepCtx(ctx, 300*time.Millisecond)
+						return nil
+					}, schedule.WithStore(s), schedule.WithNode(node), schedule.WithGrace(grace)))
+				}
+			}
+			stopAll := func() {
+				for _, j := range all {
+					require.NoError(t, j.Stop(ctx))
+				}
+			}
+			require.NoError(t, schedule.StartAll(ctx, all...))
+			eventually(t, "each Store sees three nodes", func() bool {
+				for _, s := range stores {
+					if len(s.Sharing()) != len(nodes) {
+						return false
+					}
+				}
+				return true
+			})
+			if time.Until(due) < lease/4 {
+				stopAll()
+				t.Logf("the nodes saw each other %v before the due time", time.Until(due))
+				return false
+			}
+			eventually(t, "every job ran", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(runs) == jobs
+			})
+			time.Sleep(300*time.Millisecond + grace/2) // the others' claims, a quarter grace late
+			stopAll()
+			mu.Lock()
+			defer mu.Unlock()
+			for name, n := range runs {
+				if n != 1 {
+					t.Errorf("%s ran %d times", name, n)
+				}
+			}
+			if late >= grace/4 {
+				t.Logf("a run started %v after its due time, past the hand-off", late)
+				return false
+			}
+			owned := map[string]int{}
+			for k := range jobs {
+				owned[sqlstore.OwnerOf(fmt.Sprint("share-", k), nodes)]++
+			}
+			t.Logf("runs by node %v; owned %v", ran, owned)
+			for _, n := range nodes {
+				assert.InDelta(t, 1.0/3, float64(ran[n])/float64(jobs), 0.05, "%s's share of %d: %v", n, jobs, ran)
+				assert.Equal(t, owned[n], ran[n], "%s ran the jobs it owns", n)
+			}
+			return true
+		})
+	})
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// TestShareWhileNodesComeAndGo runs a herd of jobs every 500ms on three
+// Stores; a fourth joins halfway, and one leaves later, so that for a
+// while the nodes disagree on who owns what: some slots are claimed by
+// two owners at once, some by none until the hand-off. Each slot still
+// runs once, and none is left unrun.
+func TestShareWhileNodesComeAndGo(t *testing.T) {
+	t.Parallel() // real time, mostly waiting
+	eachBackend(t, func(t *testing.T, b backend) {
+		const jobs, every = 200, 500 * time.Millisecond
+		dsn := b.dsn(t)
+		lease := 2 * time.Second // a view changes every half second
+		var mu sync.Mutex
+		runs := map[string]int{} // by job and due
+		byNode := map[string]int{}
+		start := func(node string) []*schedule.Job {
+			s := newStore(t, b, dsn, sqlstore.WithLease(lease), sqlstore.WithNode(node))
+			var js []*schedule.Job
+			for k := range jobs {
+				name := fmt.Sprint("herd-", k)
+				js = append(js, schedule.NewJob(name, schedule.Every(every), func(_ context.Context, r schedule.Run) error {
+					mu.Lock()
+					runs[fmt.Sprint(name, " ", r.Due.UnixNano())]++
+					byNode[node]++
+					mu.Unlock()
+					return nil
+				}, schedule.WithStore(s), schedule.WithNode(node), schedule.WithMisfire(schedule.MisfireRunAll)))
+			}
+			require.NoError(t, schedule.StartAll(ctx, js...))
+			return js
+		}
+		stop := func(js []*schedule.Job) {
+			for _, j := range js {
+				require.NoError(t, j.Stop(ctx))
+			}
+		}
+		a, b2, c := start("a"), start("b"), start("c")
+		from := time.Now()
+		time.Sleep(2 * time.Second)
+		d := start("d")
+		time.Sleep(2 * time.Second)
+		stop(b2) // gone: its share waits a hand-off until the others see it so
+		time.Sleep(2 * time.Second)
+		to := time.Now().Add(-time.Second)
+		eventually(t, "every slot ran", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for k := range jobs {
+				sched := schedule.Every(every)
+				for due := sched.Next(from); !due.After(to); due = sched.Next(due) {
+					if runs[fmt.Sprint("herd-", k, " ", due.UnixNano())] == 0 {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		stop(a)
+		stop(c)
+		stop(d)
+		mu.Lock()
+		defer mu.Unlock()
+		for slot, n := range runs {
+			if n != 1 {
+				t.Errorf("%s ran %d times", slot, n)
+			}
+		}
+		t.Logf("%d runs by node: %v", len(runs), byNode)
+		for _, n := range []string{"a", "b", "c", "d"} {
+			assert.NotZero(t, byNode[n], "%s ran nothing", n)
+		}
+	})
+}
