@@ -15,11 +15,47 @@ import (
 )
 
 // sharer is a node's view of a MemoryStore shared with other nodes, as a
-// Sharer: it owns the jobs owns says.
+// Sharer: it owns the jobs owns says. It counts its claims, and its
+// calls of Claimed with the slots asked.
 type sharer struct {
 	*schedule.MemoryStore
-	mu   sync.Mutex
-	owns func(job string) bool
+	mu      sync.Mutex
+	owns    func(job string) bool
+	claims  int
+	asks    int
+	asked   int
+	failAsk bool
+}
+
+func (s *sharer) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
+	s.mu.Lock()
+	s.claims++
+	s.mu.Unlock()
+	return s.MemoryStore.ClaimRun(ctx, r, c)
+}
+
+func (s *sharer) Claimed(ctx context.Context, rs []schedule.Record) ([]bool, error) {
+	s.mu.Lock()
+	s.asks++
+	s.asked += len(rs)
+	fail := s.failAsk
+	s.mu.Unlock()
+	if fail {
+		return nil, fmt.Errorf("the store is down")
+	}
+	out := make([]bool, len(rs))
+	for i, r := range rs {
+		h, err := s.History(ctx, r.Job, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range h {
+			if rec.Due.Equal(r.Due) {
+				out[i] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 func (s *sharer) Owns(job string) bool {
@@ -32,9 +68,9 @@ var _ schedule.Sharer = (*sharer)(nil)
 
 // A job's owner claims each slot at its due time; the other node claims
 // it a quarter of the grace period later, only to find it claimed: every
-// slot runs once, on the owner, on time. With the owner gone, the other
-// node runs each slot a quarter of the grace period late. This holds with
-// and without a RunLimit, in which the hand-off holds no goroutine.
+// slot runs once, on the owner, on time. With the owner not claiming (and
+// still taken for live), the other node runs each slot a quarter of the
+// grace period late, or, in a RunLimit, half of it.
 func TestHandOffToTheOwner(t *testing.T) {
 	for _, limited := range []bool{false, true} {
 		t.Run(fmt.Sprint("limit=", limited), func(t *testing.T) {
@@ -65,8 +101,15 @@ func TestHandOffToTheOwner(t *testing.T) {
 				stop(t, jobs["owner"]) // gone: the other node takes its slots, late
 				time.Sleep(20 * time.Second)
 				stop(t, jobs["other"])
+				// Without a RunLimit, the other node claims when the
+				// hand-off is over; with one, it asks its store first, and
+				// waits up to half the grace period for a live owner.
+				late := "500ms"
+				if limited {
+					late = "1s"
+				}
 				assert.Equal(t, []string{"owner 10s at +0s", "owner 20s at +0s",
-					"other 30s at +500ms", "other 40s at +500ms"}, ran)
+					"other 30s at +" + late, "other 40s at +" + late}, ran)
 			})
 		})
 	}
@@ -117,4 +160,102 @@ func TestHandOffHerdHoldsNoGoroutine(t *testing.T) {
 			stop(t, j)
 		}
 	})
+}
+
+// A herd whose owner claimed every slot costs the other node one call of
+// Claimed for all the slots once the hand-off is over, and no claim; if
+// that call fails, the other node claims each slot, and finds it claimed.
+// Every slot runs once, on the owner.
+func TestHandOffAsksOnceForAHerd(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 500
+				mem := schedule.NewMemoryStore(100)
+				owner := &sharer{MemoryStore: mem, owns: func(string) bool { return true }}
+				other := &sharer{MemoryStore: mem, owns: func(string) bool { return false }, failAsk: fail}
+				var mu sync.Mutex
+				runs := map[string]int{}
+				var jobs []*schedule.Job
+				for _, s := range []*sharer{owner, other} {
+					limit := schedule.NewRunLimit(4096)
+					for i := range n {
+						name := fmt.Sprint("j", i)
+						node := "owner"
+						if s == other {
+							node = "other"
+						}
+						jobs = append(jobs, schedule.NewJob(name, schedule.Once(time.Now().Add(time.Minute)), func(context.Context, schedule.Run) error {
+							mu.Lock()
+							runs[node+" "+name]++
+							mu.Unlock()
+							return nil
+						}, schedule.WithStore(s), schedule.WithRunLimit(limit)))
+					}
+				}
+				for _, j := range jobs {
+					start(t, j)
+				}
+				time.Sleep(time.Minute + time.Second)
+				synctest.Wait()
+				for _, j := range jobs {
+					stop(t, j)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				assert.Equal(t, n, len(runs), "slots run")
+				for k, c := range runs {
+					if c != 1 || k[:5] != "owner" {
+						t.Errorf("%s ran %d times", k, c)
+					}
+				}
+				assert.Equal(t, n, owner.claims)
+				assert.Equal(t, 0, owner.asks)
+				assert.Equal(t, 1, other.asks, "calls of Claimed")
+				assert.Equal(t, n, other.asked)
+				if fail {
+					assert.Equal(t, n, other.claims, "claims after a failed Claimed")
+				} else {
+					assert.Equal(t, 0, other.claims, "claims of slots the owner claimed")
+				}
+			})
+		})
+	}
+}
+
+// A slot handed off waits no more than a quarter of the time to the
+// job's next slot, and half of it for a live owner, so that under
+// OverlapSkip a waiting run never makes the next slot Skipped: with the
+// owner not claiming, the other node runs every slot of a job every
+// 400ms, 100ms late (200ms in a RunLimit).
+func TestHandOffKeepsToThePeriod(t *testing.T) {
+	for _, limited := range []bool{false, true} {
+		t.Run(fmt.Sprint("limit=", limited), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				t0 := time.Now()
+				s := &sharer{MemoryStore: schedule.NewMemoryStore(100), owns: func(string) bool { return false }}
+				opts := []schedule.Option{schedule.WithStore(s), schedule.WithOverlap(schedule.OverlapSkip)}
+				if limited {
+					opts = append(opts, schedule.WithRunLimit(schedule.NewRunLimit(4)))
+				}
+				var mu sync.Mutex
+				var ran []string
+				j := schedule.NewJob("j", schedule.Every(400*time.Millisecond), func(_ context.Context, r schedule.Run) error {
+					mu.Lock()
+					ran = append(ran, fmt.Sprintf("%v at +%v", r.Due.Sub(t0), time.Since(r.Due)))
+					mu.Unlock()
+					time.Sleep(50 * time.Millisecond)
+					return nil
+				}, opts...)
+				start(t, j)
+				time.Sleep(1450 * time.Millisecond)
+				stop(t, j)
+				late := "100ms"
+				if limited {
+					late = "200ms"
+				}
+				assert.Equal(t, []string{"400ms at +" + late, "800ms at +" + late, "1.2s at +" + late}, ran)
+			})
+		})
+	}
 }

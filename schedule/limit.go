@@ -39,6 +39,9 @@ type RunLimit struct {
 type waiting struct {
 	work
 	at    time.Time // the hand-off time of a deferred run
+	last  time.Time // the latest it waits for the slot's owner
+	due   time.Time // the due time of the slot it hands off
+	asked bool      // its store answered the latest Claimed
 	state uint8     // waitQueued, waitStarted or waitDropped; guarded by RunLimit.mu
 }
 
@@ -83,14 +86,23 @@ type limited interface {
 // time in the RunLimit, then for its turn after the runs waiting then.
 // The caller holds j.mu.
 func (l *RunLimit) enter(j *Job, first pending, batch []pending, now bool) *waiting {
-	var at time.Time
+	var at, last, due time.Time
 	if !now {
-		at = j.handOffAt(j.firstPending(&first, batch))
+		if p := j.firstPending(&first, batch); p != nil {
+			at, last = j.handOffAt(p)
+			due = p.run.Due
+		}
 	}
 	l.mu.Lock()
-	if !at.IsZero() && time.Until(at) > 0 {
-		w := &waiting{work: work{j: j, p: first, batch: batch}}
-		l.deferLocked(w, at)
+	if !at.IsZero() {
+		// A slot handed off, even if its hand-off is over (a herd
+		// whose wakes took that long): it waits for the next look at
+		// which slots are claimed, with those that come meanwhile.
+		if soon := time.Now().Add(handOffBatch); at.Before(soon) {
+			at = soon
+		}
+		w := &waiting{work: work{j: j, p: first, batch: batch}, at: at, last: last, due: due}
+		l.deferLocked(w)
 		l.mu.Unlock()
 		return w
 	}

@@ -193,21 +193,30 @@ type SharedStore interface {
 // A Sharer is a SharedStore whose nodes share the jobs rather than race
 // for every slot: each job has an owner among the nodes, which claims its
 // slots at once. A Job on another node hands a slot that falls due to the
-// owner: it claims it only after a hand-off delay, a quarter of its grace
-// period (WithMisfire), and then only if the slot is still unclaimed, as
-// it always claims. Until then the run waits, holding no goroutine if the
-// job has a RunLimit, and counts as in flight. Catch-ups, manual runs and
-// takeovers are claimed at once, and so is every slot of a job whose grace
-// period is zero. The claim stays what runs each slot once: two nodes that
-// both take themselves for a job's owner, or neither, for a while, only
-// claim at the same time, or late.
-// schedule/sqlstore's Store is a Sharer (sqlstore.Store.Owns).
+// owner: it claims it a hand-off later, a quarter of its grace period
+// (WithGrace) or of the time to its next slot, whichever is shorter, and
+// then only if the slot is still unclaimed. In a RunLimit, the slots handed
+// off wait holding no goroutine, and when their hand-off is over the
+// RunLimit asks the store which of them are claimed, in one call for all
+// those due together (Claimed): it ends those without a claim, and gives
+// the others, while their owner is live and still claiming (a herd), up to
+// twice the hand-off before it claims them. A slot waiting so counts as a
+// run in flight. Catch-ups, manual runs and takeovers are claimed at once,
+// and so is every slot of a job whose grace period is zero. The claim
+// stays what runs each slot once: two nodes that both take themselves for
+// a job's owner, or neither, for a while, only claim at the same time, or
+// late. schedule/sqlstore's Store is a Sharer (sqlstore.Store.Owns).
 type Sharer interface {
 	SharedStore
 	// Owns reports whether this node is to claim the slots of job at
 	// once: it owns job, or the owner cannot take the slot now (it is at
 	// its limit of runs in flight), or the store does not know.
 	Owns(job string) bool
+	// Claimed reports, for each of rs (a Job and a Due), whether its slot
+	// has a record already: the Jobs of a RunLimit ask it for the slots
+	// whose hand-off is over, together, and claim only those it reports
+	// unclaimed, or all of them if it fails.
+	Claimed(ctx context.Context, rs []Record) ([]bool, error)
 }
 
 // Concurrency is what a claim asks of the runs of its job in flight on

@@ -39,6 +39,7 @@ type batchQueries struct {
 	pruneWater, pruneDel string
 	lastOf               string
 	sinceOf, note        string
+	claimed              string
 }
 
 // lastOfSQL returns the last record of each job of the JSON array of
@@ -137,6 +138,7 @@ func buildBatchQueries(d Dialect, table string) batchQueries {
 		lastOf:     q(lastOfSQL(d)),
 		sinceOf:    q(sinceOfBatchSQL),
 		note:       q(noteBatchSQL),
+		claimed:    q(claimedSQL),
 	}
 }
 

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,19 +162,31 @@ func TestShareWhileNodesComeAndGo(t *testing.T) {
 		stop(b2) // gone: its share waits a hand-off until the others see it so
 		time.Sleep(2 * time.Second)
 		to := time.Now().Add(-time.Second)
-		eventually(t, "every slot ran", func() bool {
+		unrun := func() []string {
 			mu.Lock()
 			defer mu.Unlock()
+			var out []string
 			for k := range jobs {
 				sched := schedule.Every(every)
 				for due := sched.Next(from); !due.After(to); due = sched.Next(due) {
 					if runs[fmt.Sprint("herd-", k, " ", due.UnixNano())] == 0 {
-						return false
+						out = append(out, fmt.Sprint("herd-", k, " ", due.Sub(from).Round(time.Millisecond)))
 					}
 				}
 			}
-			return true
-		})
+			return out
+		}
+		deadline := time.Now().Add(patience)
+		for len(unrun()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if u := unrun(); len(u) > 0 {
+			t.Errorf("%d slots never ran: %v", len(u), u[:min(len(u), 20)])
+			h, _ := newStore(t, b, dsn).History(ctx, strings.Fields(u[0])[0], 100)
+			for _, r := range h {
+				t.Logf("DEBUG %v %v %v %s %d %s", r.Due.Sub(from).Round(time.Millisecond), r.Status, r.Reason, r.Node, r.Attempt, r.Err)
+			}
+		}
 		stop(a)
 		stop(c)
 		stop(d)
