@@ -3,6 +3,8 @@ package sqlstore_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +17,8 @@ import (
 	"github.com/circulation-go/circulation/schedule/sqlstore"
 )
 
-// TestShareOfAHerd runs a herd of jobs of 300ms due at once on three
+// TestShareOfAHerd runs a herd of jobs of 300ms (900, or
+// SQLSTORE_SHARE_JOBS) due at once on three
 // Stores that share a table, each job on all three: each slot runs once,
 // none is left unrun, and each node runs its share, a third ± 5%, the
 // jobs it owns, at the due time. A node that is not a job's owner claims
@@ -28,6 +31,11 @@ func TestShareOfAHerd(t *testing.T) {
 		jobs := 900
 		if testing.Short() {
 			jobs = 300
+		}
+		if v := os.Getenv("SQLSTORE_SHARE_JOBS"); v != "" {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err, "SQLSTORE_SHARE_JOBS")
+			jobs = n
 		}
 		nodes := []string{"a", "b", "c"}
 		withLease(t, time.Second, func(lease time.Duration) bool {

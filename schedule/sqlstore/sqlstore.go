@@ -23,6 +23,12 @@
 // attempt of its claim, fenced like a takeover; the slots that did not run
 // are recorded, and so is since when each job is scheduled.
 //
+// The replicas share the jobs (schedule.Sharer): each Store that runs jobs
+// sends a heartbeat with its look for expired claims, and each job has an
+// owner among the live nodes (Nodes, Owns), which claims its slots at once,
+// while the others claim a slot only if it is still unclaimed a hand-off
+// later. WithSharing(false) makes them race for every slot instead.
+//
 // Beside the run records, a Store keeps task definitions (Definitions), a
 // cron.Source that the cron.Tables of every replica follow:
 //
