@@ -37,7 +37,6 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 	if j.cfg.lease == nil && j.cfg.shared != nil {
 		j.enlistLate(x)
 	}
-	j.handOff(ctx, p)
 	for pause, wait := time.Duration(0), time.Duration(0); ; {
 		// A job on a Store of its own never owes a slot: its Last never
 		// fails, and its claims fail only under MisfireRunAll's limit.

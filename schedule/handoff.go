@@ -3,6 +3,7 @@ package schedule
 import (
 	"container/heap"
 	"context"
+	"slices"
 	"time"
 )
 
@@ -16,12 +17,10 @@ const handOffBatch = 10 * time.Millisecond
 // Sharer): a quarter of the grace period after the slot's due time, and
 // last, the latest it waits for a live owner that has not claimed it yet,
 // half the grace period after it; but never more than a quarter and half
-// of the time to the job's next slot, so that a run handed off is not
-// still waiting, in flight to the overlap policy, when that slot falls
-// due. It returns the zero times if the claim is to be made at once.
+// of the time to the job's next slot. It returns the zero times if the
+// claim is to be made at once. The caller holds j.mu.
 func (j *Job) handOffAt(p *pending) (at, last time.Time) {
-	if p == nil || j.cfg.shared == nil || p.run.Due.IsZero() || p.claim != nil ||
-		p.run.Reason != Scheduled || p.run.Attempt > 1 || j.cfg.grace/4 <= 0 {
+	if p.run.Due.IsZero() || p.claim != nil || p.handed || p.run.Reason != Scheduled || j.cfg.grace/4 <= 0 {
 		return time.Time{}, time.Time{}
 	}
 	s, ok := inner(j.cfg.shared).(Sharer)
@@ -38,40 +37,46 @@ func (j *Job) handOffAt(p *pending) (at, last time.Time) {
 	return p.run.Due.Add(wait / 4), p.run.Due.Add(wait / 2)
 }
 
-// firstPending returns the run a runner of first and batch takes first:
-// first if its Due is set, or else the first of batch, or else the first
-// of the job's queue, or nil. The caller holds j.mu.
-func (j *Job) firstPending(first *pending, batch []pending) *pending {
-	switch {
-	case !first.run.Due.IsZero():
-		return first
-	case len(batch) > 0:
-		return &batch[0]
-	case j.x != nil && len(j.x.queue) > 0:
-		return &j.x.queue[0]
+// holdLocked hands runs, slots of the job that fell due together, to the
+// job's owner, if the job has a RunLimit and its store is a Sharer that
+// says another node owns it: the RunLimit holds them, with no runner and
+// no goroutine, until their hand-off is over (handOff), and they are not
+// in flight to the overlap policy meanwhile. It reports whether it held
+// them. The caller holds j.mu.
+func (j *Job) holdLocked(x *active, runs []pending) bool {
+	l := j.cfg.limit
+	if l == nil || j.cfg.shared == nil || len(runs) == 0 {
+		return false
 	}
-	return nil
-}
-
-// handOff waits until the hand-off time of the slot of p, if any (see
-// Sharer), or ctx ends. It is the wait of a job without a RunLimit, whose
-// runner holds its goroutine; a RunLimit waits without one (deferLocked).
-func (j *Job) handOff(ctx context.Context, p *pending) {
-	if at, _ := j.handOffAt(p); !at.IsZero() {
-		if d := time.Until(at); d > 0 {
-			sleep(ctx, d)
+	for _, p := range runs {
+		if p.run.Reason != Scheduled || p.claim != nil || p.handed || p.inline {
+			return false
 		}
 	}
+	at, last := j.handOffAt(&runs[0])
+	if at.IsZero() {
+		return false
+	}
+	w := &waiting{work: work{j: j, batch: slices.Clone(runs)}, hold: true, at: at, last: last, due: runs[0].run.Due}
+	if soon := time.Now().Add(handOffBatch); w.at.Before(soon) {
+		// Its hand-off is over already (a herd whose wakes took that
+		// long): it waits for the next look at which slots are claimed,
+		// with those that come meanwhile.
+		w.at = soon
+	}
+	l.mu.Lock()
+	l.holdLocked(w)
+	l.mu.Unlock()
+	x.rareLocked().waiting = append(x.rareLocked().waiting, w)
+	return true
 }
 
-// deferLocked keeps w, whose slot is handed to its owner first, until
-// w.at, and arms the RunLimit's timer for it. The caller holds l.mu.
-func (l *RunLimit) deferLocked(w *waiting) {
-	at := w.at
-	heap.Push(&l.deferred, w)
-	l.waits++
-	if len(l.deferred) > 0 && l.deferred[0] == w {
-		d := time.Until(at)
+// holdLocked keeps w, runs handed to their owner, until w.at, and arms
+// the RunLimit's timer for it. The caller holds l.mu.
+func (l *RunLimit) holdLocked(w *waiting) {
+	heap.Push(&l.held, w)
+	if l.held[0] == w {
+		d := time.Until(w.at)
 		if l.timer == nil {
 			l.timer = time.AfterFunc(d, l.handOff)
 		} else {
@@ -80,59 +85,79 @@ func (l *RunLimit) deferLocked(w *waiting) {
 	}
 }
 
-// handOff moves the runs whose hand-off time has come from the deferred
-// ones to the runners, or to the queue if the limit is reached, after
-// the runs waiting there, and arms the timer for the next. It first asks
-// their stores which of their slots are claimed (claimedElsewhere), with
-// the RunLimit unlocked.
+// handOff ends the holds whose time has come: it asks their stores which
+// of their slots are claimed (claimedElsewhere), with the RunLimit
+// unlocked; those are the owner's, and end without a claim or a record;
+// the others wait once more while their owner is live (again), or are
+// the job's to run, under its overlap policy, as if they had just fallen
+// due. It arms the timer for the next hold.
 func (l *RunLimit) handOff() {
 	var ready []*waiting
 	l.mu.Lock()
 	now := time.Now()
-	for len(l.deferred) > 0 && !l.deferred[0].at.After(now) {
-		if w := heap.Pop(&l.deferred).(*waiting); w.state == waitQueued {
+	for len(l.held) > 0 && !l.held[0].at.After(now) {
+		if w := heap.Pop(&l.held).(*waiting); w.state == waitQueued {
 			ready = append(ready, w)
-		} // else dropped, and counted out of waits then
+		} // else dropped by its job's Stop
 	}
-	if len(l.deferred) > 0 {
-		l.timer.Reset(time.Until(l.deferred[0].at))
+	if len(l.held) > 0 {
+		l.timer.Reset(time.Until(l.held[0].at))
 	}
 	l.mu.Unlock()
 	claimedElsewhere(ready)
-	var start []*waiting
+	var done []*waiting
 	l.mu.Lock()
 	now = time.Now()
 	for _, w := range ready {
 		switch {
 		case w.state != waitQueued: // dropped meanwhile
-		case w.elsewhere.IsZero() && w.again(now):
-			l.waits--
-			l.deferLocked(w)
-		case l.running < l.max:
-			l.running++
-			l.waits--
-			w.state = waitStarted
-			start = append(start, w)
+		case !w.claimed && w.again(now):
+			l.holdLocked(w)
 		default:
-			l.queue = append(l.queue, w)
+			w.state = waitStarted
+			done = append(done, w)
 		}
 	}
 	l.mu.Unlock()
-	for _, w := range start {
-		w.j.started(w)
-		go l.serve(w.work)
+	for _, w := range done {
+		w.j.unhold(w)
 	}
 }
 
-// again reports whether w, a deferred run whose slot its store reported
-// unclaimed, its hand-off over, waits for its owner once more, with w.at
-// set to when: the owner is live and not at its limit (a herd it is still
-// claiming), and at now the slot is not yet at the last of its wait
-// (handOffAt). The caller holds the RunLimit's lock.
+// unhold ends w, a hold of the job's runs whose hand-off is over: runs
+// the store found claimed are the owner's, and the others go to the
+// overlap policy, marked handed, unless the job is stopped or paused:
+// a slot handed to its owner is no run of this node's to record.
+func (j *Job) unhold(w *waiting) {
+	j.mu.Lock()
+	x := j.x
+	if x != nil && x.r != nil {
+		if i := slices.Index(x.r.waiting, w); i >= 0 {
+			x.r.waiting = slices.Delete(x.r.waiting, i, i+1)
+		}
+	}
+	if w.claimed || x == nil || j.state != jobStarted || j.paused() {
+		j.mu.Unlock()
+		return
+	}
+	runs := w.batch
+	for i := range runs {
+		runs[i].handed = true
+	}
+	obs := j.submitLocked(runs, nil)
+	j.mu.Unlock()
+	j.observe(obs)
+}
+
+// again reports whether w, a hold whose slot its store reported
+// unclaimed, waits for its owner once more, with w.at set to when: the
+// owner is live and not at its limit (a herd it is still claiming), and
+// at now the slot is not yet at the last of its wait (handOffAt). The
+// caller holds the RunLimit's lock.
 func (w *waiting) again(now time.Time) bool {
 	j := w.j
 	s, ok := inner(j.cfg.shared).(Sharer)
-	if !ok || !w.asked || w.due.IsZero() || !now.Before(w.last) || s.Owns(j.name) {
+	if !ok || !w.asked || !now.Before(w.last) || s.Owns(j.name) {
 		return false
 	}
 	w.at = now.Add(w.last.Sub(w.due) / 4)
@@ -143,19 +168,20 @@ func (w *waiting) again(now time.Time) bool {
 }
 
 // claimedElsewhere asks the Sharer of each of ws which of their slots
-// have a record, one call a store, and marks those: their runners end
-// without a claim. A store that fails, or takes longer than a quarter of
-// its lease (1s to 10s), marks none: their runners claim as usual.
+// have a record, one call a store, and marks the holds all of whose
+// slots do. A store that fails, or takes longer than a quarter of its
+// lease (1s to 10s), marks none.
 func claimedElsewhere(ws []*waiting) {
 	type asked struct {
 		ws []*waiting
 		rs []Record
+		at []int // the index in rs of each hold's first slot
 	}
 	by := map[Sharer]*asked{}
 	for _, w := range ws {
-		w.asked = false
+		w.asked, w.claimed = false, false
 		s, ok := inner(w.j.cfg.shared).(Sharer)
-		if !ok || w.due.IsZero() || !isKey(s) {
+		if !ok || !isKey(s) {
 			continue
 		}
 		a := by[s]
@@ -164,32 +190,37 @@ func claimedElsewhere(ws []*waiting) {
 			by[s] = a
 		}
 		a.ws = append(a.ws, w)
-		a.rs = append(a.rs, Record{Job: w.j.name, Due: w.due})
+		a.at = append(a.at, len(a.rs))
+		for _, p := range w.batch {
+			a.rs = append(a.rs, Record{Job: w.j.name, Due: p.run.Due})
+		}
 	}
 	for s, a := range by {
 		ctx, cancel := context.WithTimeout(context.Background(), min(max(s.Lease()/4, time.Second), 10*time.Second))
 		claimed, err := s.Claimed(ctx, a.rs)
 		cancel()
-		if err != nil || len(claimed) != len(a.ws) {
+		if err != nil || len(claimed) != len(a.rs) {
 			continue
 		}
 		for i, w := range a.ws {
-			w.asked = true
-			if claimed[i] {
-				w.elsewhere = w.due
+			w.asked, w.claimed = true, true
+			for k := range w.batch {
+				if !claimed[a.at[i]+k] {
+					w.claimed = false
+				}
 			}
 		}
 	}
 }
 
-// handOffs is a min-heap of deferred runs by hand-off time.
-type handOffs []*waiting
+// holds is a min-heap of holds by hand-off time.
+type holds []*waiting
 
-func (h handOffs) Len() int           { return len(h) }
-func (h handOffs) Less(i, k int) bool { return h[i].at.Before(h[k].at) }
-func (h handOffs) Swap(i, k int)      { h[i], h[k] = h[k], h[i] }
-func (h *handOffs) Push(x any)        { *h = append(*h, x.(*waiting)) }
-func (h *handOffs) Pop() any {
+func (h holds) Len() int           { return len(h) }
+func (h holds) Less(i, k int) bool { return h[i].at.Before(h[k].at) }
+func (h holds) Swap(i, k int)      { h[i], h[k] = h[k], h[i] }
+func (h *holds) Push(x any)        { *h = append(*h, x.(*waiting)) }
+func (h *holds) Pop() any {
 	old := *h
 	w := old[len(old)-1]
 	old[len(old)-1] = nil

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -66,11 +68,12 @@ func (s *sharer) Owns(job string) bool {
 
 var _ schedule.Sharer = (*sharer)(nil)
 
-// A job's owner claims each slot at its due time; the other node claims
-// it a quarter of the grace period later, only to find it claimed: every
-// slot runs once, on the owner, on time. With the owner not claiming (and
-// still taken for live), the other node runs each slot a quarter of the
-// grace period late, or, in a RunLimit, half of it.
+// A job's owner claims each slot at its due time; the other node, in a
+// RunLimit, holds it, and asks a quarter of the grace period later, only
+// to find it claimed: every slot runs once, on the owner, on time. With
+// the owner not claiming (and still taken for live), the other node runs
+// each slot half the grace period late. Without a RunLimit, there is no
+// hand-off: each slot runs once, on either.
 func TestHandOffToTheOwner(t *testing.T) {
 	for _, limited := range []bool{false, true} {
 		t.Run(fmt.Sprint("limit=", limited), func(t *testing.T) {
@@ -101,15 +104,19 @@ func TestHandOffToTheOwner(t *testing.T) {
 				stop(t, jobs["owner"]) // gone: the other node takes its slots, late
 				time.Sleep(20 * time.Second)
 				stop(t, jobs["other"])
-				// Without a RunLimit, the other node claims when the
-				// hand-off is over; with one, it asks its store first, and
-				// waits up to half the grace period for a live owner.
-				late := "500ms"
-				if limited {
-					late = "1s"
+				if !limited {
+					// Without a RunLimit, no hand-off: the nodes race,
+					// and the other may win a slot while the owner runs.
+					assert.Len(t, ran, 4, "%v", ran)
+					for _, r := range ran {
+						assert.True(t, strings.HasSuffix(r, " at +0s"), r)
+					}
+					return
 				}
+				// The other node asks its store when the hand-off is over,
+				// and waits up to half the grace period for a live owner.
 				assert.Equal(t, []string{"owner 10s at +0s", "owner 20s at +0s",
-					"other 30s at +" + late, "other 40s at +" + late}, ran)
+					"other 30s at +1s", "other 40s at +1s"}, ran)
 			})
 		})
 	}
@@ -143,7 +150,8 @@ func TestHandOffHerdHoldsNoGoroutine(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // due, and a part of the hand-off delay
 		synctest.Wait()
 		assert.Less(t, runtime.NumGoroutine(), idle+10, "goroutines during the hand-off")
-		assert.Equal(t, n, limit.Waiting())
+		assert.Zero(t, limit.Waiting(), "runs waiting for their turn: the held slots are not")
+		assert.Zero(t, limit.Running())
 		stop(t, jobs[0]) // stopped during its hand-off: it runs nothing
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -227,7 +235,7 @@ func TestHandOffAsksOnceForAHerd(t *testing.T) {
 // job's next slot, and half of it for a live owner, so that under
 // OverlapSkip a waiting run never makes the next slot Skipped: with the
 // owner not claiming, the other node runs every slot of a job every
-// 400ms, 100ms late (200ms in a RunLimit).
+// 400ms, in a RunLimit 200ms late (without one, at once).
 func TestHandOffKeepsToThePeriod(t *testing.T) {
 	for _, limited := range []bool{false, true} {
 		t.Run(fmt.Sprint("limit=", limited), func(t *testing.T) {
@@ -250,7 +258,7 @@ func TestHandOffKeepsToThePeriod(t *testing.T) {
 				start(t, j)
 				time.Sleep(1450 * time.Millisecond)
 				stop(t, j)
-				late := "100ms"
+				late := "0s" // without a RunLimit, no hand-off
 				if limited {
 					late = "200ms"
 				}
@@ -258,4 +266,62 @@ func TestHandOffKeepsToThePeriod(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A slot held for its owner is not a run in flight of this node: a
+// RunNow on it starts at once under OverlapSkip, and the held slot runs
+// when its wait is over, the owner not having claimed it; and when both
+// nodes move to a faster schedule during a hold, every slot runs on the
+// owner, none Skipped for a run in flight that was only held.
+func TestHandOffLeavesTheJobFree(t *testing.T) {
+	t.Run("RunNow", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now()
+			s := &sharer{MemoryStore: schedule.NewMemoryStore(100), owns: func(string) bool { return false }}
+			var mu sync.Mutex
+			var ran []string
+			j := schedule.NewJob("j", schedule.Every(10*time.Second), func(_ context.Context, r schedule.Run) error {
+				mu.Lock()
+				ran = append(ran, fmt.Sprintf("%v %v at +%v", r.Reason, r.Due.Sub(t0), time.Since(t0)))
+				mu.Unlock()
+				return nil
+			}, schedule.WithStore(s), schedule.WithGrace(8*time.Second), schedule.WithOverlap(schedule.OverlapSkip),
+				schedule.WithRunLimit(schedule.NewRunLimit(4)))
+			start(t, j)
+			time.Sleep(10*time.Second + 100*time.Millisecond)
+			j.RunNow()
+			time.Sleep(5 * time.Second)
+			stop(t, j)
+			assert.Equal(t, []string{"Manual 10.1s at +10.1s", "Scheduled 10s at +14s"}, ran)
+		})
+	})
+	t.Run("SetSchedule", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now()
+			mem := schedule.NewMemoryStore(1000)
+			jobs := map[string]*schedule.Job{}
+			for _, node := range []string{"owner", "other"} {
+				s := &sharer{MemoryStore: mem, owns: func(string) bool { return node == "owner" }}
+				j := schedule.NewJob("j", schedule.Every(10*time.Second), func(context.Context, schedule.Run) error { return nil },
+					schedule.WithStore(s), schedule.WithNode(node), schedule.WithGrace(8*time.Second),
+					schedule.WithOverlap(schedule.OverlapSkip), schedule.WithRunLimit(schedule.NewRunLimit(4)))
+				start(t, j)
+				jobs[node] = j
+			}
+			time.Sleep(10*time.Second + 100*time.Millisecond)
+			jobs["owner"].SetSchedule(schedule.Every(time.Second))
+			jobs["other"].SetSchedule(schedule.Every(time.Second))
+			time.Sleep(5 * time.Second)
+			stop(t, jobs["owner"])
+			stop(t, jobs["other"])
+			h, err := mem.History(context.Background(), "j", 100)
+			require.NoError(t, err)
+			var got []string
+			for _, r := range h {
+				got = append(got, fmt.Sprintf("%v %v %s", r.Due.Sub(t0), r.Status, r.Node))
+			}
+			assert.Equal(t, []string{"15s Succeeded owner", "14s Succeeded owner", "13s Succeeded owner",
+				"12s Succeeded owner", "11s Succeeded owner", "10s Succeeded owner"}, got)
+		})
+	})
 }

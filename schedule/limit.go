@@ -25,24 +25,30 @@ import (
 type RunLimit struct {
 	max int
 
-	mu       sync.Mutex
-	running  int        // runs in flight
-	queue    []*waiting // runs waiting, oldest first; queue[:head] are gone
-	head     int
-	waits    int         // runs waiting, not dropped, deferred ones included
-	deferred handOffs    // runs waiting for their hand-off time (Sharer), soonest first
-	timer    *time.Timer // fires at the earliest hand-off time
+	mu      sync.Mutex
+	running int        // runs in flight
+	queue   []*waiting // runs waiting, oldest first; queue[:head] are gone
+	head    int
+	waits   int         // runs waiting, not dropped
+	held    holds       // runs handed to their owners (Sharer), soonest hand-off first
+	timer   *time.Timer // fires at the earliest hand-off time
 }
 
 // A waiting run is a runner a RunLimit has not started yet: the batch of
 // runs it is to run for its job.
 type waiting struct {
 	work
-	at    time.Time // the hand-off time of a deferred run
-	last  time.Time // the latest it waits for the slot's owner
-	due   time.Time // the due time of the slot it hands off
-	asked bool      // its store answered the latest Claimed
-	state uint8     // waitQueued, waitStarted or waitDropped; guarded by RunLimit.mu
+	state uint8 // waitQueued, waitStarted or waitDropped; guarded by RunLimit.mu
+
+	// A hold is not a runner: it holds runs of its job (batch) handed
+	// to their owner until at, and then until last while the owner is
+	// live (holdLocked).
+	hold    bool
+	asked   bool // its store answered the latest Claimed
+	claimed bool // and said its slots were claimed
+	at      time.Time
+	last    time.Time
+	due     time.Time // of its first slot
 }
 
 const (
@@ -81,31 +87,10 @@ type limited interface {
 
 // enter starts a runner of j for first and batch if the limit allows, or else queues
 // it and returns its place, for j to drop should it stop first. now says
-// the run may not wait: it starts at once, past the limit if need be. A
-// slot that j's Sharer hands to another node first waits for its hand-off
-// time in the RunLimit, then for its turn after the runs waiting then.
-// The caller holds j.mu.
+// the run may not wait: it starts at once, past the limit if need be. The
+// caller holds j.mu.
 func (l *RunLimit) enter(j *Job, first pending, batch []pending, now bool) *waiting {
-	var at, last, due time.Time
-	if !now {
-		if p := j.firstPending(&first, batch); p != nil {
-			at, last = j.handOffAt(p)
-			due = p.run.Due
-		}
-	}
 	l.mu.Lock()
-	if !at.IsZero() {
-		// A slot handed off, even if its hand-off is over (a herd
-		// whose wakes took that long): it waits for the next look at
-		// which slots are claimed, with those that come meanwhile.
-		if soon := time.Now().Add(handOffBatch); at.Before(soon) {
-			at = soon
-		}
-		w := &waiting{work: work{j: j, p: first, batch: batch}, at: at, last: last, due: due}
-		l.deferLocked(w)
-		l.mu.Unlock()
-		return w
-	}
 	if l.running < l.max || now {
 		l.running++
 		l.mu.Unlock()
@@ -173,7 +158,8 @@ func (l *RunLimit) next() *waiting {
 	return w
 }
 
-// drop takes w out of the queue, and reports false if it has started.
+// drop takes w, a runner waiting or a hold, out of the queue or the
+// holds, and reports false if it has started, or its hold ended.
 func (l *RunLimit) drop(w *waiting) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -181,6 +167,8 @@ func (l *RunLimit) drop(w *waiting) bool {
 		return false
 	}
 	w.state = waitDropped
-	l.waits--
+	if !w.hold {
+		l.waits--
+	}
 	return true
 }

@@ -32,6 +32,9 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		}
 		return obs
 	}
+	if j.holdLocked(x, runs) {
+		return obs
+	}
 	c := j.cfg
 	if x.claiming && (c.overlap != OverlapAllow || c.maxParallel > 0) {
 		// A Reclaim is on its way back, asked for while the job was free:
@@ -137,6 +140,9 @@ func (j *Job) dropWaitingLocked(why error) []Record {
 	for _, w := range x.r.waiting {
 		if !j.cfg.limit.drop(w) {
 			continue // started meanwhile: it finds the job stopped
+		}
+		if w.hold {
+			continue // slots handed to their owner: not this node's to record
 		}
 		x.runners--
 		if !w.p.run.Due.IsZero() {

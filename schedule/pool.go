@@ -1,9 +1,6 @@
 package schedule
 
-import (
-	"sync"
-	"time"
-)
+import "sync"
 
 // A pool starts the runners of the jobs of one watch that have no
 // RunLimit, on goroutines it reuses, the way a wheel.Wheel starts its
@@ -47,10 +44,6 @@ type work struct {
 	p     pending
 	batch []pending
 	taken bool // p is the run the runner is on
-	// elsewhere is the due time of a slot handed off to its owner that
-	// the store found claimed when the hand-off was over: the runner
-	// ends that run without a claim, as if the claim had failed.
-	elsewhere time.Time
 }
 
 // start queues the runner w, and starts a goroutine for it if none is

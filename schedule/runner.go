@@ -33,11 +33,7 @@ func (j *Job) runner(w *work) {
 			return
 		}
 		cur = id
-		if !w.elsewhere.IsZero() && p.run.Due.Equal(w.elsewhere) && p.run.Reason == Scheduled && p.claim == nil {
-			// Claimed by the slot's owner during the hand-off: the slot
-			// is another replica's, as a claim would have said.
-			w.elsewhere = time.Time{}
-		} else if claimed, _ := j.begin(ctx, cancel, x, p, false); claimed {
+		if claimed, _ := j.begin(ctx, cancel, x, p, false); claimed {
 			renew, runErr, err := j.run(ctx, cancel, x, p, nil)
 			for {
 				var again bool // WithRetry: the next attempt is claimed

@@ -192,25 +192,30 @@ type SharedStore interface {
 
 // A Sharer is a SharedStore whose nodes share the jobs rather than race
 // for every slot: each job has an owner among the nodes, which claims its
-// slots at once. A Job on another node hands a slot that falls due to the
-// owner: it claims it a hand-off later, a quarter of its grace period
-// (WithGrace) or of the time to its next slot, whichever is shorter, and
-// then only if the slot is still unclaimed. In a RunLimit, the slots handed
-// off wait holding no goroutine, and when their hand-off is over the
-// RunLimit asks the store which of them are claimed, in one call for all
-// those due together (Claimed): it ends those without a claim, and gives
-// the others, while their owner is live and still claiming (a herd), up to
-// twice the hand-off before it claims them. A slot waiting so counts as a
-// run in flight. Catch-ups, manual runs and takeovers are claimed at once,
-// and so is every slot of a job whose grace period is zero. The claim
-// stays what runs each slot once: two nodes that both take themselves for
-// a job's owner, or neither, for a while, only claim at the same time, or
-// late. schedule/sqlstore's Store is a Sharer (sqlstore.Store.Owns).
+// slots at once. A Job with a RunLimit on another node hands a slot that
+// falls due to the owner: the RunLimit holds it, with no runner and no
+// goroutine, and it is not a run in flight of this node's to the overlap
+// policy (a RunNow starts at once). A hand-off later, a quarter of the
+// job's grace period (WithGrace) or of the time to its next slot,
+// whichever is shorter, the RunLimit asks the store which of the slots
+// held together are claimed (Claimed): those are the owner's, and end
+// without a claim or a record; the others, while their owner is live and
+// not at its limit, are held up to twice as long, asked about again; then
+// they go to the job's overlap policy, as slots that have just fallen due,
+// and are claimed as usual. A job stopped or paused meanwhile drops them
+// without a record. Catch-ups, manual runs and takeovers are claimed at
+// once, and so is every slot of a job whose grace period is zero or that
+// has no RunLimit. The claim stays what runs each slot once: two nodes
+// that both take themselves for a job's owner, or neither, for a while,
+// only claim at the same time, or late. schedule/sqlstore's Store is a
+// Sharer (sqlstore.Store.Owns).
 type Sharer interface {
 	SharedStore
 	// Owns reports whether this node is to claim the slots of job at
 	// once: it owns job, or the owner cannot take the slot now (it is at
-	// its limit of runs in flight), or the store does not know.
+	// its limit of runs in flight), or the store does not know. It is
+	// called with the job's and the RunLimit's locks held: it must not
+	// block, nor call a Job or a RunLimit.
 	Owns(job string) bool
 	// Claimed reports, for each of rs (a Job and a Due), whether its slot
 	// has a record already: the Jobs of a RunLimit ask it for the slots

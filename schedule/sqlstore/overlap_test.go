@@ -52,14 +52,14 @@ func mostInFlight(events []event) int {
 // policy overlap (and WithMaxParallel(maxParallel)) on three replica
 // processes sharing b for 3 s, and returns the most runs in flight at once
 // between them, and the fate of each slot due while all three were up,
-// from the store. The replicas race for every slot (WithSharing(false)):
-// had the job's owner claimed each slot first, the others' claims, a
-// hand-off later, would find the slot recorded, and the count of the
-// job's runs on other replicas would be left untried.
-func overlapCluster(t *testing.T, b backend, overlap string, maxParallel int, mutant string) (most int, fates map[schedule.Status]int) {
+// from the store. With race, the replicas race for every slot
+// (WithSharing(false)): had the job's owner claimed each slot first, the
+// others' claims, a hand-off later, would find the slot recorded, and the
+// count of the job's runs on other replicas would be left untried.
+func overlapCluster(t *testing.T, b backend, overlap string, maxParallel int, mutant string, race bool) (most int, fates map[schedule.Status]int) {
 	c := newCluster(t, b, replicaConfig{Every: 300 * time.Millisecond, Lease: 2 * time.Second, Misfire: schedule.MisfireRunOnce,
 		MinRun: 700 * time.Millisecond, MaxRun: 700 * time.Millisecond, Overlap: overlap, MaxParallel: maxParallel, Mutant: mutant,
-		Race: true})
+		Race: race})
 	for i := range 3 {
 		c.start(fmt.Sprint("n", i))
 	}
@@ -98,13 +98,15 @@ func TestOverlapAcrossReplicas(t *testing.T) {
 		overlap     string
 		maxParallel int
 		most        int
+		share       bool // the replicas share the job (the default), not race for it
 	}{
-		{"skip", 0, 1}, {"buffer-one", 0, 1}, {"replace", 0, 1}, {"allow", 2, 2},
+		{"skip", 0, 1, false}, {"buffer-one", 0, 1, false}, {"replace", 0, 1, false}, {"allow", 2, 2, false},
+		{"skip", 0, 1, true},
 	} {
-		t.Run(fmt.Sprintf("%s/%d", tc.overlap, tc.maxParallel), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d/share=%v", tc.overlap, tc.maxParallel, tc.share), func(t *testing.T) {
 			t.Parallel()
 			eachBackend(t, func(t *testing.T, b backend) {
-				most, fates := overlapCluster(t, b, tc.overlap, tc.maxParallel, "")
+				most, fates := overlapCluster(t, b, tc.overlap, tc.maxParallel, "", !tc.share)
 				t.Logf("most runs in flight at once: %d; the slots: %v", most, fates)
 				assert.LessOrEqual(t, most, tc.most, "runs in flight at once on the three replicas")
 				if tc.overlap != "replace" {
@@ -124,7 +126,7 @@ func TestOverlapAcrossReplicas(t *testing.T) {
 func TestClusterMutants(t *testing.T) {
 	b := backends()[0] // SQLite: one backend shows it
 	t.Run("overlap per replica", func(t *testing.T) {
-		most, _ := overlapCluster(t, b, "skip", 0, "overlap per replica")
+		most, _ := overlapCluster(t, b, "skip", 0, "overlap per replica", true)
 		assert.Greater(t, most, 1, "the mutant's runs never overlapped")
 	})
 	t.Run("release records Canceled", func(t *testing.T) {
