@@ -81,7 +81,7 @@ type pending struct {
 	start    time.Time // once claimed: when the run started (Record.Start)
 	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
 	inline   bool      // a catch-up run inside another run's: its outcome reaches the Observer at once
-	handed   bool      // handed to its owner (Sharer) first, and found unclaimed: claimed at once
+	handed   bool      // held for its owner (Sharer) and found unclaimed: not held again
 	ended    *ended    // the outcome of the run, for the Observer, once it has ended; nil without an Observer
 }
 

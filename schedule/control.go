@@ -14,7 +14,9 @@ import (
 // waiting for its pause (WithRetry) does not start: its slot keeps the
 // outcome of its last attempt. Runs waiting to follow them
 // (OverlapBufferOne, OverlapReplace, catch-ups), and the slot due at the
-// moment of Pause if its run has not started, are Skipped. A paused job's
+// moment of Pause if its run has not started, are Skipped; slots handed
+// to their owner on another node (Sharer) are dropped, with no record, the
+// owner's to run. A paused job's
 // RunNow is Skipped. Pause before Start makes the job start paused.
 func (j *Job) Pause() {
 	var obs []Record
@@ -29,6 +31,7 @@ func (j *Job) Pause() {
 			x.endRetriesLocked(errPaused)
 			x.stopWaitingLocked(errPaused)
 		}
+		j.dropHoldsLocked()
 	}
 	j.tellLocked(obs)
 	j.mu.Unlock()

@@ -125,9 +125,12 @@ func (l *RunLimit) handOff() {
 }
 
 // unhold ends w, a hold of the job's runs whose hand-off is over: runs
-// the store found claimed are the owner's, and the others go to the
-// overlap policy, marked handed, unless the job is stopped or paused:
-// a slot handed to its owner is no run of this node's to record.
+// the store found claimed are the owner's, and end with no record, as do
+// those of a job stopped or paused meanwhile; the others go to the
+// overlap policy, marked handed, as slots that have just fallen due, but
+// for a policy other than OverlapAllow, they are Skipped if a newer run
+// was handed meanwhile (a RunNow, a slot of a schedule changed): an older
+// slot does not replace it, nor take its place in the buffer.
 func (j *Job) unhold(w *waiting) {
 	j.mu.Lock()
 	x := j.x
@@ -141,12 +144,39 @@ func (j *Job) unhold(w *waiting) {
 		return
 	}
 	runs := w.batch
-	for i := range runs {
-		runs[i].handed = true
+	var obs []Record
+	if x.handed.After(runs[len(runs)-1].run.Due) && j.cfg.overlap != OverlapAllow {
+		for _, p := range runs {
+			obs = append(obs, j.drop(p, errOverlap))
+		}
+	} else {
+		for i := range runs {
+			runs[i].handed = true
+		}
+		obs = j.submitLocked(runs, nil)
 	}
-	obs := j.submitLocked(runs, nil)
+	j.tellLocked(obs)
 	j.mu.Unlock()
-	j.observe(obs)
+	j.told(obs)
+}
+
+// dropHoldsLocked drops the job's holds, with no record: a paused job
+// runs none of the slots it held for their owner. The caller holds j.mu.
+func (j *Job) dropHoldsLocked() {
+	x := j.x
+	if x == nil || x.r == nil {
+		return
+	}
+	kept := x.r.waiting[:0]
+	for _, w := range x.r.waiting {
+		if w.hold {
+			j.cfg.limit.drop(w)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(x.r.waiting[len(kept):])
+	x.r.waiting = kept
 }
 
 // again reports whether w, a hold whose slot its store reported

@@ -269,32 +269,51 @@ func TestHandOffKeepsToThePeriod(t *testing.T) {
 }
 
 // A slot held for its owner is not a run in flight of this node: a
-// RunNow on it starts at once under OverlapSkip, and the held slot runs
-// when its wait is over, the owner not having claimed it; and when both
+// RunNow on it starts at once under OverlapSkip, and the held slot, the
+// owner not having claimed it, is Skipped when its wait is over (it runs
+// then under OverlapAllow); and when both
 // nodes move to a faster schedule during a hold, every slot runs on the
 // owner, none Skipped for a run in flight that was only held.
 func TestHandOffLeavesTheJobFree(t *testing.T) {
-	t.Run("RunNow", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			t0 := time.Now()
-			s := &sharer{MemoryStore: schedule.NewMemoryStore(100), owns: func(string) bool { return false }}
-			var mu sync.Mutex
-			var ran []string
-			j := schedule.NewJob("j", schedule.Every(10*time.Second), func(_ context.Context, r schedule.Run) error {
+	for _, overlap := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapAllow} {
+		t.Run(fmt.Sprint("RunNow/", overlap), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				t0 := time.Now()
+				s := &sharer{MemoryStore: schedule.NewMemoryStore(100), owns: func(string) bool { return false }}
+				var mu sync.Mutex
+				var ran, skipped []string
+				j := schedule.NewJob("j", schedule.Every(10*time.Second), func(_ context.Context, r schedule.Run) error {
+					mu.Lock()
+					ran = append(ran, fmt.Sprintf("%v %v at +%v", r.Reason, r.Due.Sub(t0), time.Since(t0)))
+					mu.Unlock()
+					return nil
+				}, schedule.WithStore(s), schedule.WithGrace(8*time.Second), schedule.WithOverlap(overlap),
+					schedule.WithRunLimit(schedule.NewRunLimit(4)), schedule.WithObserver(func(r schedule.Record) {
+						if r.Status == schedule.Skipped {
+							mu.Lock()
+							skipped = append(skipped, fmt.Sprintf("%v %v: %s", r.Reason, r.Due.Sub(t0), r.Err))
+							mu.Unlock()
+						}
+					}))
+				start(t, j)
+				time.Sleep(10*time.Second + 100*time.Millisecond)
+				j.RunNow()
+				time.Sleep(5 * time.Second)
+				stop(t, j)
 				mu.Lock()
-				ran = append(ran, fmt.Sprintf("%v %v at +%v", r.Reason, r.Due.Sub(t0), time.Since(t0)))
-				mu.Unlock()
-				return nil
-			}, schedule.WithStore(s), schedule.WithGrace(8*time.Second), schedule.WithOverlap(schedule.OverlapSkip),
-				schedule.WithRunLimit(schedule.NewRunLimit(4)))
-			start(t, j)
-			time.Sleep(10*time.Second + 100*time.Millisecond)
-			j.RunNow()
-			time.Sleep(5 * time.Second)
-			stop(t, j)
-			assert.Equal(t, []string{"Manual 10.1s at +10.1s", "Scheduled 10s at +14s"}, ran)
+				defer mu.Unlock()
+				if overlap == schedule.OverlapAllow {
+					assert.Equal(t, []string{"Manual 10.1s at +10.1s", "Scheduled 10s at +14s"}, ran)
+					assert.Empty(t, skipped)
+					return
+				}
+				// The held slot, older than the run handed since, does
+				// not follow it: it is Skipped when its wait is over.
+				assert.Equal(t, []string{"Manual 10.1s at +10.1s"}, ran)
+				assert.Equal(t, []string{"Scheduled 10s: schedule: a run is in flight"}, skipped)
+			})
 		})
-	})
+	}
 	t.Run("SetSchedule", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			t0 := time.Now()
@@ -323,5 +342,37 @@ func TestHandOffLeavesTheJobFree(t *testing.T) {
 			assert.Equal(t, []string{"15s Succeeded owner", "14s Succeeded owner", "13s Succeeded owner",
 				"12s Succeeded owner", "11s Succeeded owner", "10s Succeeded owner"}, got)
 		})
+	})
+}
+
+// A Pause drops the slots held for their owner, with no record: a Resume
+// within their wait does not bring them back, and the job runs its next
+// slot as usual.
+func TestHandOffPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		s := &sharer{MemoryStore: schedule.NewMemoryStore(100), owns: func(string) bool { return false }}
+		var mu sync.Mutex
+		var log []string
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), func(_ context.Context, r schedule.Run) error {
+			mu.Lock()
+			log = append(log, fmt.Sprintf("ran %v", r.Due.Sub(t0)))
+			mu.Unlock()
+			return nil
+		}, schedule.WithStore(s), schedule.WithGrace(8*time.Second), schedule.WithRunLimit(schedule.NewRunLimit(4)),
+			schedule.WithObserver(func(r schedule.Record) {
+				mu.Lock()
+				log = append(log, fmt.Sprintf("%v %v", r.Status, r.Due.Sub(t0)))
+				mu.Unlock()
+			}))
+		start(t, j)
+		time.Sleep(10*time.Second + 100*time.Millisecond)
+		j.Pause()
+		j.Resume()
+		time.Sleep(15 * time.Second)
+		stop(t, j)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []string{"ran 20s", "Succeeded 20s"}, log)
 	})
 }

@@ -202,9 +202,11 @@ type SharedStore interface {
 // without a claim or a record; the others, while their owner is live and
 // not at its limit, are held up to twice as long, asked about again; then
 // they go to the job's overlap policy, as slots that have just fallen due,
-// and are claimed as usual. A job stopped or paused meanwhile drops them
-// without a record. Catch-ups, manual runs and takeovers are claimed at
-// once, and so is every slot of a job whose grace period is zero or that
+// and are claimed as usual, or Skipped if a newer run of the job was
+// handed meanwhile, unless it is under OverlapAllow. A job stopped or
+// paused meanwhile drops them without a record. Catch-ups, manual runs and
+// takeovers are claimed at once, and so are the slots that fall due with
+// catch-ups, and every slot of a job whose grace period is zero or that
 // has no RunLimit. The claim stays what runs each slot once: two nodes
 // that both take themselves for a job's owner, or neither, for a while,
 // only claim at the same time, or late. schedule/sqlstore's Store is a
@@ -214,7 +216,7 @@ type Sharer interface {
 	// Owns reports whether this node is to claim the slots of job at
 	// once: it owns job, or the owner cannot take the slot now (it is at
 	// its limit of runs in flight), or the store does not know. It is
-	// called with the job's and the RunLimit's locks held: it must not
+	// called with the job's lock or the RunLimit's held: it must not
 	// block, nor call a Job or a RunLimit.
 	Owns(job string) bool
 	// Claimed reports, for each of rs (a Job and a Due), whether its slot
