@@ -344,8 +344,9 @@ herd_step() {
 # longest tests, about half of its time (go test -json's Elapsed); the
 # herds, whose writes fill the disk, run in it one after the other with
 # the rolling restart, whose SQLite replicas otherwise waited on the disk
-# past their lease.
-sqlstore_long='^(TestFollowDefinitions|TestRollingRestart|TestHerdKillDuringBatchedClaims|TestHerdExactlyOnce|TestClusterMutants)$'
+# past their lease, and with the herds shared by several Stores, whose
+# pools beside the others' ran PostgreSQL out of connections.
+sqlstore_long='^(TestFollowDefinitions|TestRollingRestart|TestHerdKillDuringBatchedClaims|TestHerdExactlyOnce|TestClusterMutants|TestShareOfAHerd|TestShareWhileNodesComeAndGo)$'
 
 sqlstore_race() {
 	note "go test -race -c"

@@ -90,37 +90,54 @@ func (l *RunLimit) holdLocked(w *waiting) {
 // unlocked; those are the owner's, and end without a claim or a record;
 // the others wait once more while their owner is live (again), or are
 // the job's to run, under its overlap policy, as if they had just fallen
-// due. It arms the timer for the next hold.
+// due. It arms the timer for the next hold. One handOff runs at a time:
+// a timer that fires meanwhile leaves the holds to it, so that a store
+// that is slow to answer is asked once at a time, not once a firing.
 func (l *RunLimit) handOff() {
-	var ready []*waiting
 	l.mu.Lock()
-	now := time.Now()
-	for len(l.held) > 0 && !l.held[0].at.After(now) {
-		if w := heap.Pop(&l.held).(*waiting); w.state == waitQueued {
-			ready = append(ready, w)
-		} // else dropped by its job's Stop
+	if l.handing {
+		l.rehand = true
+		l.mu.Unlock()
+		return
 	}
-	if len(l.held) > 0 {
-		l.timer.Reset(time.Until(l.held[0].at))
-	}
-	l.mu.Unlock()
-	claimedElsewhere(ready)
-	var done []*waiting
-	l.mu.Lock()
-	now = time.Now()
-	for _, w := range ready {
-		switch {
-		case w.state != waitQueued: // dropped meanwhile
-		case !w.claimed && w.again(now):
-			l.holdLocked(w)
-		default:
-			w.state = waitStarted
-			done = append(done, w)
+	l.handing = true
+	for {
+		var ready []*waiting
+		now := time.Now()
+		for len(l.held) > 0 && !l.held[0].at.After(now) {
+			if w := heap.Pop(&l.held).(*waiting); w.state == waitQueued {
+				ready = append(ready, w)
+			} // else dropped by its job's Stop or Pause
 		}
-	}
-	l.mu.Unlock()
-	for _, w := range done {
-		w.j.unhold(w)
+		if len(l.held) > 0 {
+			l.timer.Reset(time.Until(l.held[0].at))
+		}
+		l.rehand = false
+		l.mu.Unlock()
+		claimedElsewhere(ready)
+		var done []*waiting
+		l.mu.Lock()
+		now = time.Now()
+		for _, w := range ready {
+			switch {
+			case w.state != waitQueued: // dropped meanwhile
+			case !w.claimed && w.again(now):
+				l.holdLocked(w)
+			default:
+				w.state = waitStarted
+				done = append(done, w)
+			}
+		}
+		l.mu.Unlock()
+		for _, w := range done {
+			w.j.unhold(w)
+		}
+		l.mu.Lock()
+		if !l.rehand {
+			l.handing = false
+			l.mu.Unlock()
+			return
+		}
 	}
 }
 

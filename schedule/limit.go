@@ -32,6 +32,8 @@ type RunLimit struct {
 	waits   int         // runs waiting, not dropped
 	held    holds       // runs handed to their owners (Sharer), soonest hand-off first
 	timer   *time.Timer // fires at the earliest hand-off time
+	handing bool        // a handOff is under way
+	rehand  bool        // and the timer fired meanwhile: it looks again
 }
 
 // A waiting run is a runner a RunLimit has not started yet: the batch of

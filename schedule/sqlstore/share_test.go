@@ -17,8 +17,8 @@ import (
 	"github.com/circulation-go/circulation/schedule/sqlstore"
 )
 
-// TestShareOfAHerd runs a herd of jobs of 300ms (900, or
-// SQLSTORE_SHARE_JOBS) due at once on three
+// TestShareOfAHerd runs a herd of jobs of 300ms (900, 300 under the race
+// detector, or SQLSTORE_SHARE_JOBS) due at once on three
 // Stores that share a table, each job on all three: each slot runs once,
 // none is left unrun, and each node runs its share, a third ± 5%, the
 // jobs it owns, at the due time. A node that is not a job's owner asks
@@ -27,10 +27,9 @@ import (
 // the machine let expire, tells nothing: withLease tries again with a
 // longer lease and grace.
 func TestShareOfAHerd(t *testing.T) {
-	t.Parallel() // real time, mostly waiting
 	eachBackend(t, func(t *testing.T, b backend) {
 		jobs := 900
-		if testing.Short() {
+		if testing.Short() || race {
 			jobs = 300
 		}
 		if v := os.Getenv("SQLSTORE_SHARE_JOBS"); v != "" {
@@ -114,8 +113,12 @@ func TestShareOfAHerd(t *testing.T) {
 				owned[sqlstore.OwnerOf(fmt.Sprint("share-", k), nodes)]++
 			}
 			t.Logf("runs by node %v; owned %v", ran, owned)
+			delta := 0.05 // a third ± 5% of 900 or more; of fewer, the hash's shares vary more
+			if jobs < 900 {
+				delta = 0.08
+			}
 			for _, n := range nodes {
-				assert.InDelta(t, 1.0/3, float64(ran[n])/float64(jobs), 0.05, "%s's share of %d: %v", n, jobs, ran)
+				assert.InDelta(t, 1.0/3, float64(ran[n])/float64(jobs), delta, "%s's share of %d: %v", n, jobs, ran)
 				assert.Equal(t, owned[n], ran[n], "%s ran the jobs it owns", n)
 			}
 			return true
@@ -139,9 +142,12 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // two owners at once, some by none until the hand-off. Each slot still
 // runs once, and none is left unrun.
 func TestShareWhileNodesComeAndGo(t *testing.T) {
-	t.Parallel() // real time, mostly waiting
 	eachBackend(t, func(t *testing.T, b backend) {
-		const jobs, every = 200, 500 * time.Millisecond
+		const every = 500 * time.Millisecond
+		jobs := 200
+		if testing.Short() || race {
+			jobs = 60
+		}
 		dsn := b.dsn(t)
 		lease := 2 * time.Second // a view changes every half second
 		var mu sync.Mutex
