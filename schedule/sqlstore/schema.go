@@ -247,6 +247,16 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 	defer conn.Close()
 
 	t := s.opts.table
+	// A schema already at the version is only read: on a busy SQLite
+	// file, whose one writer the running Stores keep busy, a Store that
+	// joins them needs no write lock.
+	var current int
+	if err := conn.QueryRowContext(ctx, "SELECT version FROM "+t+"_schema").Scan(&current); err == nil && current == target && target > 0 {
+		if s.dialect == SQLite {
+			return s.checkShared(ctx, conn)
+		}
+		return s.checkIsolation(ctx, conn)
+	}
 	begin := "BEGIN"
 	if s.dialect == SQLite {
 		// WAL lets readers run beside the one writer, across processes;
