@@ -90,11 +90,37 @@ func TestShareOfAHerd(t *testing.T) {
 				t.Logf("the nodes saw each other %v before the due time", time.Until(due))
 				return false
 			}
-			eventually(t, "every job ran", func() bool {
+			// Every job runs, or, on a machine too slow for the lease, has
+			// a record saying why not (a claim that failed for longer than
+			// the grace period is Skipped): that tells nothing, and the
+			// test tries again. A job with neither is a slot lost.
+			for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 				mu.Lock()
-				defer mu.Unlock()
-				return len(runs) == jobs
-			})
+				n := len(runs)
+				mu.Unlock()
+				if n == jobs {
+					break
+				}
+			}
+			mu.Lock()
+			var unrun []string
+			for k := range jobs {
+				if name := fmt.Sprint("share-", k); runs[name] == 0 {
+					unrun = append(unrun, name)
+				}
+			}
+			mu.Unlock()
+			if len(unrun) > 0 {
+				stopAll()
+				reader := newStore(t, b, dsn)
+				for _, name := range unrun {
+					r, err := reader.Last(ctx, name)
+					require.NoError(t, err, "%s never ran, and has no record", name)
+					require.NotEqual(t, schedule.Succeeded, r.Status, "%s: %+v", name, r)
+				}
+				t.Logf("%d jobs did not run, each with a record: %v", len(unrun), unrun[:min(len(unrun), 5)])
+				return false
+			}
 			time.Sleep(300*time.Millisecond + grace/2) // the others' claims, a quarter grace late
 			stopAll()
 			mu.Lock()
