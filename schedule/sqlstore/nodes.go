@@ -73,10 +73,19 @@ func (s *Store) Node() string {
 // has jobs started (see Owns).
 func (s *Store) Nodes(ctx context.Context) ([]Node, error) {
 	s.mustBeMade()
+	nodes, err := s.readNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: reading the nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+// readNodes reads the rows of {t}_nodes, live ones first.
+func (s *Store) readNodes(ctx context.Context) ([]Node, error) {
 	var nodes []Node
 	err := s.retry(ctx, func() error {
 		nodes = nodes[:0]
-		return s.query(ctx, s.rewrite(nodesSQL), func(rows *sql.Rows) error {
+		return s.query(ctx, s.q.nodes, func(rows *sql.Rows) error {
 			var n Node
 			var started, beat int64
 			var live int
@@ -88,10 +97,7 @@ func (s *Store) Nodes(ctx context.Context) ([]Node, error) {
 			return nil
 		}, s.opts.lease.Microseconds())
 	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: reading the nodes: %w", err)
-	}
-	return nodes, nil
+	return nodes, err
 }
 
 // heartbeat sends the Store's heartbeat and reads the live nodes, which
@@ -99,41 +105,28 @@ func (s *Store) Nodes(ctx context.Context) ([]Node, error) {
 // which Owns stops trusting a lease after it was read.
 func (s *Store) heartbeat(ctx context.Context) error {
 	running := s.limit.Running() + s.limit.Waiting()
-	lease := s.opts.lease.Microseconds()
-	if _, err := s.exec(ctx, s.rewrite(heartbeatSQL), s.opts.node, running, s.opts.runs, moduleVersion, lease); err != nil {
+	if _, err := s.exec(ctx, s.q.heartbeat, s.opts.node, running, s.opts.runs, moduleVersion, s.opts.lease.Microseconds()); err != nil {
 		return err
 	}
 	if s.beats.Add(1)%64 == 1 {
-		if _, err := s.exec(ctx, s.rewrite(forgetNodesSQL), nodeGone.Microseconds()); err != nil {
+		if _, err := s.exec(ctx, s.q.forgetNodes, nodeGone.Microseconds()); err != nil {
 			return err
 		}
 	}
 	at := time.Now()
-	var live []member
-	err := s.retry(ctx, func() error {
-		live = live[:0]
-		return s.query(ctx, s.rewrite(nodesSQL), func(rows *sql.Rows) error {
-			var name, v string
-			var started, beat int64
-			var running, limit, isLive int
-			if err := rows.Scan(&name, &started, &beat, &running, &limit, &v, &isLive); err != nil {
-				return err
-			}
-			if isLive == 1 {
-				live = append(live, member{name: name, full: running >= limit})
-			}
-			return nil
-		}, lease)
-	})
+	nodes, err := s.readNodes(ctx)
 	if err != nil {
 		return err
+	}
+	var live []member
+	for _, n := range nodes {
+		if n.Live {
+			live = append(live, member{name: n.Name, full: n.Running >= n.RunLimit})
+		}
 	}
 	s.members.Store(&members{at: at, nodes: live})
 	return nil
 }
-
-// rewrite is queries.rewrite for the Store's dialect and table.
-func (s *Store) rewrite(stmt string) string { return s.q.rewrite(stmt) }
 
 // view returns the live nodes the Store knows, or nil if it knows none:
 // it has not sent a heartbeat, or its last view is a lease old.

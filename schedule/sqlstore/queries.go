@@ -18,6 +18,7 @@ type queries struct {
 	since, retry                    string
 	closeAsked, lockJob, lockJobRow string
 	takeable, release               string
+	heartbeat, nodes, forgetNodes   string
 }
 
 const columns = "job, due, reason, status, start_ns, end_ns, node, err, attempt"
@@ -169,6 +170,9 @@ func (qs queries) build() queries {
 		release:     q(releaseSQL),
 		lockJob:     q(lockJobSQL),
 		lockJobRow:  q(lockJobRowSQL),
+		heartbeat:   q(heartbeatSQL),
+		nodes:       q(nodesSQL),
+		forgetNodes: q(forgetNodesSQL),
 	}
 }
 
