@@ -14,27 +14,31 @@ const handOffBatch = 10 * time.Millisecond
 
 // handOffAt returns when this node is to claim the slot of p, if the
 // job's store is a Sharer that gives the slot to another node first (see
-// Sharer): a quarter of the grace period after the slot's due time, and
-// last, the latest it waits for a live owner that has not claimed it yet,
-// half the grace period after it; but never more than a quarter and half
-// of the time to the job's next slot. It returns the zero times if the
-// claim is to be made at once. The caller holds j.mu.
-func (j *Job) handOffAt(p *pending) (at, last time.Time) {
+// Sharer): a quarter of the grace period after the slot's due time; last,
+// the latest it waits for a live owner that has not claimed it yet, half
+// the grace period after it; and far, the latest it waits for a live
+// owner that is claiming the slots of the same look (a herd), half a
+// lease after it; but never more than a quarter, half and half of the
+// time to the job's next slot. It returns the zero times if the claim is
+// to be made at once. The caller holds j.mu.
+func (j *Job) handOffAt(p *pending) (at, last, far time.Time) {
 	if p.run.Due.IsZero() || p.claim != nil || p.handed || p.run.Reason != Scheduled || j.cfg.grace/4 <= 0 {
-		return time.Time{}, time.Time{}
+		return time.Time{}, time.Time{}, time.Time{}
 	}
 	s, ok := inner(j.cfg.shared).(Sharer)
 	if !ok || s.Owns(j.name) {
-		return time.Time{}, time.Time{}
+		return time.Time{}, time.Time{}, time.Time{}
 	}
-	wait := j.cfg.grace
+	wait, reach := j.cfg.grace, s.Lease()
 	if n := next(j.sched, p.run.Due); !n.IsZero() {
 		wait = min(wait, n.Sub(p.run.Due))
+		reach = min(reach, n.Sub(p.run.Due))
 	}
 	if wait/4 <= 0 {
-		return time.Time{}, time.Time{}
+		return time.Time{}, time.Time{}, time.Time{}
 	}
-	return p.run.Due.Add(wait / 4), p.run.Due.Add(wait / 2)
+	due := p.run.Due
+	return due.Add(wait / 4), due.Add(wait / 2), due.Add(max(wait, reach) / 2)
 }
 
 // holdLocked hands runs, slots of the job that fell due together, to the
@@ -53,11 +57,11 @@ func (j *Job) holdLocked(x *active, runs []pending) bool {
 			return false
 		}
 	}
-	at, last := j.handOffAt(&runs[0])
+	at, last, far := j.handOffAt(&runs[0])
 	if at.IsZero() {
 		return false
 	}
-	w := &waiting{work: work{j: j, batch: slices.Clone(runs)}, hold: true, at: at, last: last, due: runs[0].run.Due}
+	w := &waiting{work: work{j: j, batch: slices.Clone(runs)}, hold: true, at: at, last: last, far: far, due: runs[0].run.Due}
 	if soon := time.Now().Add(handOffBatch); w.at.Before(soon) {
 		// Its hand-off is over already (a herd whose wakes took that
 		// long): it waits for the next look at which slots are claimed,
@@ -198,25 +202,40 @@ func (j *Job) dropHoldsLocked() {
 
 // again reports whether w, a hold whose slot its store reported
 // unclaimed, waits for its owner once more, with w.at set to when: the
-// owner is live and not at its limit (a herd it is still claiming), and
-// at now the slot is not yet at the last of its wait (handOffAt). The
-// caller holds the RunLimit's lock.
+// owner is live and not at its limit, and at now the slot is not yet at
+// the last of its wait (handOffAt), or, if the owner claimed some of the
+// slots held with it meanwhile (a herd it is still claiming), not yet at
+// far. The waits grow with the time since the due time, so that a herd
+// of a few seconds costs a few looks. The caller holds the RunLimit's
+// lock.
 func (w *waiting) again(now time.Time) bool {
 	j := w.j
 	s, ok := inner(j.cfg.shared).(Sharer)
-	if !ok || !w.asked || !now.Before(w.last) || s.Owns(j.name) {
+	end := w.last
+	if w.progress {
+		end = w.far
+	}
+	if !ok || !w.asked || !now.Before(end) || s.Owns(j.name) {
 		return false
 	}
-	w.at = now.Add(w.last.Sub(w.due) / 4)
-	if w.at.After(w.last) {
-		w.at = w.last
+	w.at = now.Add(max(w.last.Sub(w.due)/4, now.Sub(w.due)/2))
+	if w.at.After(end) {
+		w.at = end
 	}
 	return true
 }
 
+// An owning Sharer names each job's owner (sqlstore's Store does), so
+// that a hold waits on while its own owner claims the slots held with
+// it, not another node. Without it, the store's nodes are taken for one.
+type owning interface {
+	Owner(job string) string
+}
+
 // claimedElsewhere asks the Sharer of each of ws which of their slots
 // have a record, one call a store, and marks the holds all of whose
-// slots do. A store that fails, or takes longer than a quarter of its
+// slots do, and those whose owner claimed another of ws meanwhile
+// (progress). A store that fails, or takes longer than a quarter of its
 // lease (1s to 10s), marks none.
 func claimedElsewhere(ws []*waiting) {
 	type asked struct {
@@ -226,7 +245,7 @@ func claimedElsewhere(ws []*waiting) {
 	}
 	by := map[Sharer]*asked{}
 	for _, w := range ws {
-		w.asked, w.claimed = false, false
+		w.asked, w.claimed, w.progress = false, false, false
 		s, ok := inner(w.j.cfg.shared).(Sharer)
 		if !ok || !isKey(s) {
 			continue
@@ -249,6 +268,9 @@ func claimedElsewhere(ws []*waiting) {
 		if err != nil || len(claimed) != len(a.rs) {
 			continue
 		}
+		o, named := s.(owning)
+		owners := make([]string, len(a.ws))
+		progress := map[string]bool{}
 		for i, w := range a.ws {
 			w.asked, w.claimed = true, true
 			for k := range w.batch {
@@ -256,6 +278,15 @@ func claimedElsewhere(ws []*waiting) {
 					w.claimed = false
 				}
 			}
+			if named {
+				owners[i] = o.Owner(w.j.name)
+			}
+			if w.claimed {
+				progress[owners[i]] = true
+			}
+		}
+		for i, w := range a.ws {
+			w.progress = progress[owners[i]]
 		}
 	}
 }

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -27,14 +28,33 @@ type sharer struct {
 	asks    int
 	asked   int
 	failAsk bool
+
+	lease time.Duration // its Lease, if not zero: the MemoryStore's claims never expire
+	owner string        // the owner of every job, if not empty (Owner)
+	slow  func() error  // called before each claim, if not nil, one claim at a time
+	claim chan struct{} // holds a token while a slow claim runs (a channel, which synctest waits on)
 }
 
 func (s *sharer) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
 	s.mu.Lock()
 	s.claims++
 	s.mu.Unlock()
+	if s.slow != nil {
+		s.claim <- struct{}{}
+		err := s.slow()
+		<-s.claim
+		if err != nil {
+			return time.Time{}, err
+		}
+	}
 	return s.MemoryStore.ClaimRun(ctx, r, c)
 }
+
+func (s *sharer) Lease() time.Duration { return s.lease }
+
+// Owner names the owner of job; the schedule package asks it of a Sharer
+// that has it.
+func (s *sharer) Owner(string) string { return s.owner }
 
 func (s *sharer) Claimed(ctx context.Context, rs []schedule.Record) ([]bool, error) {
 	s.mu.Lock()
@@ -226,6 +246,85 @@ func TestHandOffAsksOnceForAHerd(t *testing.T) {
 				} else {
 					assert.Equal(t, 0, other.claims, "claims of slots the owner claimed")
 				}
+			})
+		})
+	}
+}
+
+// A herd whose owner takes longer to claim than the hand-off's wait for a
+// live owner (half the grace period) does not make the other node claim
+// it: while each look finds more of the slots it holds claimed, it waits
+// on, up to half a lease; and when the owner stops claiming (gone, but
+// not yet seen so), the other node claims the rest at its next look.
+// Every slot runs once.
+func TestHandOffWaitsForAHerdItsOwnerClaims(t *testing.T) {
+	for _, dies := range []bool{false, true} {
+		t.Run(fmt.Sprint("dies=", dies), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 400
+				mem := schedule.NewMemoryStore(100)
+				gone := make(chan struct{})
+				claims := 0
+				owner := &sharer{MemoryStore: mem, owns: func(string) bool { return true }, lease: 10 * time.Second, owner: "owner",
+					claim: make(chan struct{}, 1), slow: func() error {
+						// 5ms a claim: the herd takes 2s, four times the
+						// wait for a live owner. If it dies, half way.
+						if claims++; dies && claims > n/2 {
+							<-gone
+							return errors.New("the owner is gone")
+						}
+						time.Sleep(5 * time.Millisecond)
+						return nil
+					}}
+				other := &sharer{MemoryStore: mem, owns: func(string) bool { return false }, lease: 10 * time.Second, owner: "owner"}
+				due := time.Now().Add(time.Minute)
+				var mu sync.Mutex
+				runs := map[string]int{}
+				late := map[string]time.Duration{}
+				var jobs []*schedule.Job
+				for _, s := range []*sharer{owner, other} {
+					limit := schedule.NewRunLimit(4096)
+					node := "owner"
+					if s == other {
+						node = "other"
+					}
+					for i := range n {
+						name := fmt.Sprint("j", i)
+						jobs = append(jobs, schedule.NewJob(name, schedule.Once(due), func(_ context.Context, r schedule.Run) error {
+							mu.Lock()
+							runs[name]++
+							late[node] = max(late[node], time.Since(r.Due))
+							mu.Unlock()
+							return nil
+						}, schedule.WithStore(s), schedule.WithNode(node), schedule.WithRunLimit(limit)))
+					}
+				}
+				for _, j := range jobs {
+					start(t, j)
+				}
+				time.Sleep(time.Minute + 4*time.Second)
+				synctest.Wait()
+				close(gone)
+				for _, j := range jobs {
+					stop(t, j)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				assert.Len(t, runs, n, "slots run")
+				for name, c := range runs {
+					if c != 1 {
+						t.Errorf("%s ran %d times", name, c)
+					}
+				}
+				if !dies {
+					assert.Equal(t, 0, other.claims, "the other node's claims")
+					assert.Less(t, late["owner"], 2100*time.Millisecond, "the owner's last start")
+					assert.Greater(t, other.asks, 2, "looks")
+					assert.Less(t, other.asks, 10, "looks")
+					return
+				}
+				assert.Equal(t, n/2, other.claims, "the other node's claims: those the owner did not make")
+				assert.Less(t, late["other"], 2*time.Second, "the other node's last start")
 			})
 		})
 	}

@@ -43,14 +43,17 @@ type waiting struct {
 	state uint8 // waitQueued, waitStarted or waitDropped; guarded by RunLimit.mu
 
 	// A hold is not a runner: it holds runs of its job (batch) handed
-	// to their owner until at, and then until last while the owner is
-	// live (holdLocked).
-	hold    bool
-	asked   bool // its store answered the latest Claimed
-	claimed bool // and said its slots were claimed
-	at      time.Time
-	last    time.Time
-	due     time.Time // of its first slot
+	// to their owner until at, then until last while the owner is
+	// live, and until far while the owner claims the slots held with it
+	// (holdLocked, again).
+	hold     bool
+	asked    bool // its store answered the latest Claimed
+	claimed  bool // and said its slots were claimed
+	progress bool // and that its owner claimed others held with it
+	at       time.Time
+	last     time.Time
+	far      time.Time
+	due      time.Time // of its first slot
 }
 
 const (

@@ -150,9 +150,10 @@ func TestShareOfAHerd(t *testing.T) {
 			if jobs < 900 {
 				delta = 0.08
 			}
-			for _, n := range nodes {
+			for i, n := range nodes {
 				assert.InDelta(t, 1.0/3, float64(ran[n])/float64(jobs), delta, "%s's share of %d: %v", n, jobs, ran)
 				assert.Equal(t, owned[n], ran[n], "%s ran the jobs it owns", n)
+				assert.Equal(t, owned[n], int(stores[i].Stats().Claims), "%s claimed the jobs it owns, no other", n)
 			}
 			return true
 		})
