@@ -63,7 +63,8 @@ type options struct {
 	Due      int64 // Unix ns, for the replicas
 	Node     string
 	JSON     bool
-	Race     bool // the replicas race for every slot: sqlstore.WithSharing(false)
+	Race     bool   // the replicas race for every slot: sqlstore.WithSharing(false)
+	Profile  string // a replica's CPU profile, from ready to its stop
 }
 
 func main() {
@@ -82,6 +83,7 @@ func main() {
 	flag.IntVar(&o.Runs, "runs", 0, "the runs in flight per replica (the Store's RunLimit); 0 for its default")
 	flag.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process to the file")
+	flag.StringVar(&o.Profile, "replicaprofile", "", "write each replica's CPU profile, from ready to its stop, to this file with .node appended")
 	child := flag.Bool("child", false, "internal: run as a replica")
 	flag.Int64Var(&o.Due, "due", 0, "internal: the due instant of a replica, in Unix ns")
 	flag.StringVar(&o.Node, "node", "", "internal: a replica's node name")
@@ -230,7 +232,7 @@ func parent(o options) error {
 func replicaArgs(o options, node string) []string {
 	return []string{"-child", "-store", o.Store, "-jobs", strconv.Itoa(o.Jobs), "-lease", o.Lease.String(),
 		"-pool", strconv.Itoa(o.Pool), "-runs", strconv.Itoa(o.Runs), "-dsn", o.DSN, "-due", strconv.FormatInt(o.Due, 10), "-node", node,
-		"-race=" + strconv.FormatBool(o.Race)}
+		"-race=" + strconv.FormatBool(o.Race), "-replicaprofile", o.Profile}
 }
 
 // A summary is a herd's figures.

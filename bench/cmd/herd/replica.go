@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,11 +104,22 @@ func replica(o options) error {
 	out := bufio.NewWriter(os.Stdout)
 	fmt.Fprintln(out, "ready")
 	out.Flush()
+	if o.Profile != "" {
+		f, err := os.Create(o.Profile + "." + o.Node)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	waiting := store.RunLimit().Waiting()
 	if err := each(jobs, func(j *schedule.Job) error { return j.Stop(context.Background()) }); err != nil {
 		return err
 	}
+	pprof.StopCPUProfile()
 	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
 	for _, s := range starts[:min(int(n.Load()), len(starts))] {
 		r.Starts = append(r.Starts, s.job)
