@@ -16,11 +16,13 @@ const handOffBatch = 10 * time.Millisecond
 // job's store is a Sharer that gives the slot to another node first (see
 // Sharer): a quarter of the grace period after the slot's due time; last,
 // the latest it waits for a live owner that has not claimed it yet, half
-// the grace period after it; and far, the latest it waits for a live
-// owner that is claiming the slots of the same look (a herd), half a
-// lease after it; but never more than a quarter, half and half of the
-// time to the job's next slot. It returns the zero times if the claim is
-// to be made at once. The caller holds j.mu.
+// the grace period after it; and far, the latest it waits while the
+// slots of the same owner held with it are being claimed (a herd), half
+// the store's lease or half the grace period after it, whichever is
+// later, but last under MisfireSkip, whose slots must start within the
+// grace period; and never more than a quarter, half and half of the time
+// to the job's next slot. It returns the zero times if the claim is to
+// be made at once. The caller holds j.mu.
 func (j *Job) handOffAt(p *pending) (at, last, far time.Time) {
 	if p.run.Due.IsZero() || p.claim != nil || p.handed || p.run.Reason != Scheduled || j.cfg.grace/4 <= 0 {
 		return time.Time{}, time.Time{}, time.Time{}
@@ -36,6 +38,9 @@ func (j *Job) handOffAt(p *pending) (at, last, far time.Time) {
 	}
 	if wait/4 <= 0 {
 		return time.Time{}, time.Time{}, time.Time{}
+	}
+	if j.cfg.misfire == MisfireSkip {
+		reach = 0
 	}
 	due := p.run.Due
 	return due.Add(wait / 4), due.Add(wait / 2), due.Add(max(wait, reach) / 2)
@@ -203,9 +208,9 @@ func (j *Job) dropHoldsLocked() {
 // again reports whether w, a hold whose slot its store reported
 // unclaimed, waits for its owner once more, with w.at set to when: the
 // owner is live and not at its limit, and at now the slot is not yet at
-// the last of its wait (handOffAt), or, if the owner claimed some of the
-// slots held with it meanwhile (a herd it is still claiming), not yet at
-// far. The waits grow with the time since the due time, so that a herd
+// the last of its wait (handOffAt), or, if this look found others of the
+// slots of the same owner held with it claimed (by the owner, most
+// likely: a herd it is still claiming), not yet at far. The waits grow with the time since the due time, so that a herd
 // of a few seconds costs a few looks. The caller holds the RunLimit's
 // lock.
 func (w *waiting) again(now time.Time) bool {
@@ -225,18 +230,21 @@ func (w *waiting) again(now time.Time) bool {
 	return true
 }
 
-// An owning Sharer names each job's owner (sqlstore's Store does), so
-// that a hold waits on while its own owner claims the slots held with
-// it, not another node. Without it, the store's nodes are taken for one.
+// An owning Sharer names each job's owner as Owns sees it, or "" (the
+// Store of schedule/sqlstore does), so that a hold waits on while the
+// slots of its own owner are being claimed, not those of another node.
+// Without it, the store's nodes count as one owner. Owner is called
+// without the RunLimit's lock, once a hold a look.
 type owning interface {
 	Owner(job string) string
 }
 
 // claimedElsewhere asks the Sharer of each of ws which of their slots
 // have a record, one call a store, and marks the holds all of whose
-// slots do, and those whose owner claimed another of ws meanwhile
-// (progress). A store that fails, or takes longer than a quarter of its
-// lease (1s to 10s), marks none.
+// slots do, and those of the same owner as such a hold (progress: the
+// record may be another node's, but it is most likely the owner's). A
+// store that fails, or takes longer than a quarter of its lease (1s to
+// 10s), marks none.
 func claimedElsewhere(ws []*waiting) {
 	type asked struct {
 		ws []*waiting

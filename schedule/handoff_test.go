@@ -29,10 +29,10 @@ type sharer struct {
 	asked   int
 	failAsk bool
 
-	lease time.Duration // its Lease, if not zero: the MemoryStore's claims never expire
-	owner string        // the owner of every job, if not empty (Owner)
-	slow  func() error  // called before each claim, if not nil, one claim at a time
-	claim chan struct{} // holds a token while a slow claim runs (a channel, which synctest waits on)
+	lease time.Duration           // its Lease, if not zero: the MemoryStore's claims never expire
+	owner func(job string) string // the owner of each job, if not nil (Owner)
+	slow  func() error            // called before each claim, if not nil, one claim at a time
+	claim chan struct{}           // holds a token while a slow claim runs (a channel, which synctest waits on)
 }
 
 func (s *sharer) ClaimRun(ctx context.Context, r schedule.Record, c schedule.Concurrency) (time.Time, error) {
@@ -54,7 +54,12 @@ func (s *sharer) Lease() time.Duration { return s.lease }
 
 // Owner names the owner of job; the schedule package asks it of a Sharer
 // that has it.
-func (s *sharer) Owner(string) string { return s.owner }
+func (s *sharer) Owner(job string) string {
+	if s.owner == nil {
+		return ""
+	}
+	return s.owner(job)
+}
 
 func (s *sharer) Claimed(ctx context.Context, rs []schedule.Record) ([]bool, error) {
 	s.mu.Lock()
@@ -253,30 +258,45 @@ func TestHandOffAsksOnceForAHerd(t *testing.T) {
 
 // A herd whose owner takes longer to claim than the hand-off's wait for a
 // live owner (half the grace period) does not make the other node claim
-// it: while each look finds more of the slots it holds claimed, it waits
-// on, up to half a lease; and when the owner stops claiming (gone, but
-// not yet seen so), the other node claims the rest at its next look.
-// Every slot runs once.
+// it: while each look finds more of the slots it holds for that owner
+// claimed, it waits on, up to half a lease. When the owner stops claiming
+// (gone, but not yet seen so), the other node claims the rest at its next
+// look; the slots of another owner that claims nothing (here, one that
+// does not run those jobs) are claimed when the wait for a live owner
+// ends, whatever the herd's owner does; and under MisfireSkip, whose slots
+// must start within the grace period, the wait ends then too. Every slot
+// runs once.
 func TestHandOffWaitsForAHerdItsOwnerClaims(t *testing.T) {
-	for _, dies := range []bool{false, true} {
-		t.Run(fmt.Sprint("dies=", dies), func(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		dies   bool // the owner stops claiming half way
+		lonely int  // jobs of another owner, which does not run them
+		skip   bool // MisfireSkip
+	}{{name: "claims"}, {name: "dies", dies: true}, {name: "lonely", lonely: 50}, {name: "MisfireSkip", skip: true}} {
+		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const n = 400
 				mem := schedule.NewMemoryStore(100)
 				gone := make(chan struct{})
 				claims := 0
-				owner := &sharer{MemoryStore: mem, owns: func(string) bool { return true }, lease: 10 * time.Second, owner: "owner",
+				ownerOf := func(job string) string {
+					if strings.HasPrefix(job, "lonely") {
+						return "elsewhere"
+					}
+					return "owner"
+				}
+				owner := &sharer{MemoryStore: mem, owns: func(string) bool { return true }, lease: 10 * time.Second, owner: ownerOf,
 					claim: make(chan struct{}, 1), slow: func() error {
 						// 5ms a claim: the herd takes 2s, four times the
 						// wait for a live owner. If it dies, half way.
-						if claims++; dies && claims > n/2 {
+						if claims++; c.dies && claims > n/2 {
 							<-gone
 							return errors.New("the owner is gone")
 						}
 						time.Sleep(5 * time.Millisecond)
 						return nil
 					}}
-				other := &sharer{MemoryStore: mem, owns: func(string) bool { return false }, lease: 10 * time.Second, owner: "owner"}
+				other := &sharer{MemoryStore: mem, owns: func(string) bool { return false }, lease: 10 * time.Second, owner: ownerOf}
 				due := time.Now().Add(time.Minute)
 				var mu sync.Mutex
 				runs := map[string]int{}
@@ -288,15 +308,27 @@ func TestHandOffWaitsForAHerdItsOwnerClaims(t *testing.T) {
 					if s == other {
 						node = "other"
 					}
+					var names []string
 					for i := range n {
-						name := fmt.Sprint("j", i)
+						names = append(names, fmt.Sprint("j", i))
+					}
+					if s == other {
+						for i := range c.lonely {
+							names = append(names, fmt.Sprint("lonely", i))
+						}
+					}
+					opts := []schedule.Option{schedule.WithStore(s), schedule.WithNode(node), schedule.WithRunLimit(limit)}
+					if c.skip {
+						opts = append(opts, schedule.WithMisfire(schedule.MisfireSkip))
+					}
+					for _, name := range names {
 						jobs = append(jobs, schedule.NewJob(name, schedule.Once(due), func(_ context.Context, r schedule.Run) error {
 							mu.Lock()
 							runs[name]++
-							late[node] = max(late[node], time.Since(r.Due))
+							late[node+" "+name[:1]] = max(late[node+" "+name[:1]], time.Since(r.Due))
 							mu.Unlock()
 							return nil
-						}, schedule.WithStore(s), schedule.WithNode(node), schedule.WithRunLimit(limit)))
+						}, opts...))
 					}
 				}
 				for _, j := range jobs {
@@ -310,21 +342,28 @@ func TestHandOffWaitsForAHerdItsOwnerClaims(t *testing.T) {
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				assert.Len(t, runs, n, "slots run")
-				for name, c := range runs {
-					if c != 1 {
-						t.Errorf("%s ran %d times", name, c)
+				assert.Len(t, runs, n+c.lonely, "slots run")
+				for name, k := range runs {
+					if k != 1 {
+						t.Errorf("%s ran %d times", name, k)
 					}
 				}
-				if !dies {
-					assert.Equal(t, 0, other.claims, "the other node's claims")
-					assert.Less(t, late["owner"], 2100*time.Millisecond, "the owner's last start")
+				switch {
+				case c.dies:
+					assert.Equal(t, n/2, other.claims, "the other node's claims: those the owner did not make")
+					assert.Less(t, late["other j"], 2*time.Second, "the other node's last start")
+				case c.skip:
+					assert.Positive(t, other.claims, "the other node's claims")
+					assert.LessOrEqual(t, late["other j"], 500*time.Millisecond, "the other node's last start")
+				default:
+					assert.Equal(t, c.lonely, other.claims, "the other node's claims")
+					assert.Less(t, late["owner j"], 2100*time.Millisecond, "the owner's last start")
 					assert.Greater(t, other.asks, 2, "looks")
 					assert.Less(t, other.asks, 10, "looks")
-					return
+					if c.lonely > 0 {
+						assert.Equal(t, 500*time.Millisecond, late["other l"], "the lonely jobs' last start")
+					}
 				}
-				assert.Equal(t, n/2, other.claims, "the other node's claims: those the owner did not make")
-				assert.Less(t, late["other"], 2*time.Second, "the other node's last start")
 			})
 		})
 	}

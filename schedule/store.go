@@ -200,12 +200,14 @@ type SharedStore interface {
 // whichever is shorter, the RunLimit asks the store which of the slots
 // held together are claimed (Claimed): those are the owner's, and end
 // without a claim or a record; the others, while their owner is live and
-// not at its limit, are held up to twice as long, asked about again, and
-// up to half the store's lease (or of the time to the next slot) while
-// each look finds their owner has claimed more of the slots held with
-// them (a herd it is still claiming; a Sharer with a method Owner(job
-// string) string names each job's owner, else its nodes count as one);
-// then they go to the job's overlap policy, as slots that have just fallen due,
+// not at its limit, are held up to twice as long, asked about again, and,
+// but under MisfireSkip, up to half the store's lease (or of the time to
+// the next slot) while each look finds more of the slots of the same
+// owner held with them claimed (a herd the owner is still claiming; a
+// Sharer with a method Owner(job string) string, as Owns sees it, names
+// each job's owner, else its nodes count as one): so a slot of a job the
+// owner does not run may wait that long during a herd; then they go to
+// the job's overlap policy, as slots that have just fallen due,
 // and are claimed as usual, or Skipped if a newer run of the job was
 // handed meanwhile, unless it is under OverlapAllow. A job stopped or
 // paused meanwhile drops them without a record. Catch-ups, manual runs and
