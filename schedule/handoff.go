@@ -210,9 +210,9 @@ func (j *Job) dropHoldsLocked() {
 // owner is live and not at its limit, and at now the slot is not yet at
 // the last of its wait (handOffAt), or, if this look found others of the
 // slots of the same owner held with it claimed (by the owner, most
-// likely: a herd it is still claiming), not yet at far. The waits grow with the time since the due time, so that a herd
-// of a few seconds costs a few looks. The caller holds the RunLimit's
-// lock.
+// likely: a herd it is still claiming), not yet at far. The waits grow
+// with the time since the due time, so that a herd of a few seconds costs
+// a few looks. The caller holds the RunLimit's lock.
 func (w *waiting) again(now time.Time) bool {
 	j := w.j
 	s, ok := inner(j.cfg.shared).(Sharer)

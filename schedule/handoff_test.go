@@ -369,6 +369,62 @@ func TestHandOffWaitsForAHerdItsOwnerClaims(t *testing.T) {
 	}
 }
 
+// However long the owner takes to claim a herd, a node waits on for it no
+// longer than half the lease, nor than half the time to the job's next
+// slot: with a herd of 2s, a lease of 2s, or a period of 2s, makes the
+// other node claim the rest of the first slots 1s after their due time.
+func TestHandOffWaitsNoLongerThanFar(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		lease  time.Duration
+		period time.Duration // 0: Once
+	}{{"half a lease", 2 * time.Second, 0}, {"half the period", 10 * time.Second, 2 * time.Second}} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 400
+				mem := schedule.NewMemoryStore(100)
+				ownerOf := func(string) string { return "owner" }
+				owner := &sharer{MemoryStore: mem, owns: func(string) bool { return true }, lease: c.lease, owner: ownerOf,
+					claim: make(chan struct{}, 1), slow: func() error { time.Sleep(5 * time.Millisecond); return nil }}
+				other := &sharer{MemoryStore: mem, owns: func(string) bool { return false }, lease: c.lease, owner: ownerOf}
+				due := time.Now().Add(time.Minute)
+				sched := schedule.Once(due)
+				if c.period > 0 {
+					sched = schedule.Between(schedule.Every(c.period), due, due.Add(c.period))
+				}
+				var mu sync.Mutex
+				late := time.Duration(0)
+				firsts := 0
+				var jobs []*schedule.Job
+				for _, s := range []*sharer{owner, other} {
+					limit := schedule.NewRunLimit(1000)
+					for i := range n {
+						jobs = append(jobs, schedule.NewJob(fmt.Sprint("j", i), sched, func(_ context.Context, r schedule.Run) error {
+							if s == other && r.Due.Equal(due) {
+								mu.Lock()
+								firsts++
+								late = max(late, time.Since(r.Due))
+								mu.Unlock()
+							}
+							return nil
+						}, schedule.WithStore(s), schedule.WithRunLimit(limit)))
+					}
+				}
+				for _, j := range jobs {
+					start(t, j)
+				}
+				time.Sleep(time.Minute + 4*time.Second)
+				synctest.Wait()
+				for _, j := range jobs {
+					stop(t, j)
+				}
+				assert.Positive(t, firsts, "first slots the other node ran")
+				assert.LessOrEqual(t, late, time.Second, "the other node's last start of a first slot")
+			})
+		})
+	}
+}
+
 // A slot handed off waits no more than a quarter of the time to the
 // job's next slot, and half of it for a live owner, so that under
 // OverlapSkip a waiting run never makes the next slot Skipped: with the

@@ -201,13 +201,15 @@ type SharedStore interface {
 // held together are claimed (Claimed): those are the owner's, and end
 // without a claim or a record; the others, while their owner is live and
 // not at its limit, are held up to twice as long, asked about again, and,
-// but under MisfireSkip, up to half the store's lease (or of the time to
-// the next slot) while each look finds more of the slots of the same
-// owner held with them claimed (a herd the owner is still claiming; a
-// Sharer with a method Owner(job string) string, as Owns sees it, names
-// each job's owner, else its nodes count as one): so a slot of a job the
-// owner does not run may wait that long during a herd; then they go to
-// the job's overlap policy, as slots that have just fallen due,
+// but under MisfireSkip, up to half the store's lease or grace period,
+// whichever is longer (and half the time to the next slot at most), while
+// each look finds more of the slots of the same owner held with them
+// claimed (a herd the owner is still claiming; a Sharer with a method
+// Owner(job string) string, as Owns sees it, names each job's owner, else
+// its nodes count as one). Claimed does not say who claimed, so a slot of
+// a job the owner does not run, or of a dead owner whose other slots a
+// third node claims, may wait that long; then they go to the job's
+// overlap policy, as slots that have just fallen due,
 // and are claimed as usual, or Skipped if a newer run of the job was
 // handed meanwhile, unless it is under OverlapAllow. A job stopped or
 // paused meanwhile drops them without a record. Catch-ups, manual runs and

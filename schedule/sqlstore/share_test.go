@@ -25,10 +25,11 @@ import (
 // node runs its share, a third ± 5%, the jobs it owns, at the due time. A
 // node that is not a job's owner asks a quarter of the grace period late,
 // and finds the slot claimed. A run of the owner that started after that,
-// one taken over after a lease the machine let expire, or a slot reported
-// Missed or Skipped (a claim that failed for longer than the grace
-// period) tells nothing of the shares: withLease tries again with a
-// longer lease and grace.
+// one taken over after a lease the machine let expire, a slot reported
+// Missed or Skipped because its claim ran out of time, or a look at the
+// claims that failed or was slow (claimedClock) tells nothing of the
+// shares: withLease tries again with a longer lease and grace. A slot
+// reported for any other reason fails the test.
 func TestShareOfAHerd(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		jobs := 900
@@ -196,7 +197,7 @@ func slowClaim(r schedule.Record) bool {
 
 // A claimedClock is a Store whose looks at which slots are claimed
 // (Claimed) are timed: one that fails, or takes as long as the hand-off
-// gives it (a quarter lease, 1s at least), makes the other nodes claim
+// gives it (a quarter lease, 1s to 10s), makes the other nodes claim
 // the slots they held, which is the machine's delay, not sharing gone
 // wrong.
 type claimedClock struct {
@@ -236,10 +237,11 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // OverlapAllow: on a loaded machine a slot handed off, then claimed late,
 // may still be in flight at the next, which OverlapSkip would then skip.
 //
-// A machine too slow for the load lets claims fail and slots go by: the
-// slots reported Missed or Skipped tell nothing of the sharing, and
-// withLease tries again with a longer lease and a period twice as long,
-// half the load. (Runs taken over tell no less: the run a Stop cut short,
+// A machine too slow for the load lets claims run out of time and slots
+// go by: the slots reported Missed, or Skipped for a claim that ran out of
+// time, tell nothing of the sharing, and withLease tries again with a
+// longer lease and a period twice as long, half the load; a slot reported
+// for any other reason fails the test. (Runs taken over tell no less: the run a Stop cut short,
 // or whose lease expired, runs again, as it must.)
 func TestShareWhileNodesComeAndGo(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
