@@ -22,9 +22,10 @@ const handOffBatch = 10 * time.Millisecond
 // later, but last under MisfireSkip, whose slots must start within the
 // grace period; and never more than a quarter, half and half of the time
 // to the job's next slot. It returns the zero times if the claim is to
-// be made at once. The caller holds j.mu.
+// be made at once. holdLocked has checked that p is a Scheduled slot
+// neither claimed nor handed yet. The caller holds j.mu.
 func (j *Job) handOffAt(p *pending) (at, last, far time.Time) {
-	if p.run.Due.IsZero() || p.claim != nil || p.handed || p.run.Reason != Scheduled || j.cfg.grace/4 <= 0 {
+	if p.run.Due.IsZero() || j.cfg.grace/4 <= 0 {
 		return time.Time{}, time.Time{}, time.Time{}
 	}
 	s, ok := inner(j.cfg.shared).(Sharer)
