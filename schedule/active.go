@@ -63,6 +63,19 @@ func (x *active) rareLocked() *rare {
 	return x.r
 }
 
+// tidyRareLocked drops x.r once it holds nothing, so that a job that
+// waited its turn in a herd costs no more, afterwards, than one that did
+// not. The caller holds the job's lock.
+func (x *active) tidyRareLocked() {
+	r := x.r
+	if r == nil || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 || r.recover != nil ||
+		r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 || len(r.waiting) > 0 ||
+		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 {
+		return
+	}
+	x.r = nil
+}
+
 // A flight is a run in flight.
 type flight struct {
 	id        uint64

@@ -217,6 +217,7 @@ func (x *active) caught(j *Job, due time.Time) {
 		if i := slices.IndexFunc(r.catchUps, due.Equal); i >= 0 {
 			r.catchUps = slices.Delete(r.catchUps, i, i+1)
 		}
+		x.tidyRareLocked()
 	}
 }
 

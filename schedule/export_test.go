@@ -29,3 +29,28 @@ func SetMutant(m uint8) (restore func()) {
 	testMutant = m
 	return func() { testMutant = mutantNone }
 }
+
+// Rare reports whether the job holds the part of its state few jobs need.
+func (j *Job) Rare() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.x != nil && j.x.r != nil
+}
+
+// Kept counts the runs the RunLimit's queue still points to past its end.
+func (l *RunLimit) Kept() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, w := range l.queue[len(l.queue):cap(l.queue)] {
+		if w != nil {
+			n++
+		}
+	}
+	for _, w := range l.queue[:l.head] {
+		if w != nil {
+			n++
+		}
+	}
+	return n
+}

@@ -165,6 +165,7 @@ func (j *Job) unhold(w *waiting) {
 		if i := slices.Index(x.r.waiting, w); i >= 0 {
 			x.r.waiting = slices.Delete(x.r.waiting, i, i+1)
 		}
+		x.tidyRareLocked()
 	}
 	if w.claimed || x == nil || j.state != jobStarted || j.paused() {
 		j.mu.Unlock()
@@ -204,6 +205,7 @@ func (j *Job) dropHoldsLocked() {
 	}
 	clear(x.r.waiting[len(kept):])
 	x.r.waiting = kept
+	x.tidyRareLocked()
 }
 
 // again reports whether w, a hold whose slot its store reported

@@ -150,8 +150,13 @@ func (l *RunLimit) next() *waiting {
 	}
 	if l.head == len(l.queue) {
 		l.queue, l.head = l.queue[:0], 0
+		if cap(l.queue) > 1024 {
+			l.queue = nil // a herd's queue is not kept for the next
+		}
 	} else if l.head > 1024 && l.head > len(l.queue)/2 {
-		l.queue, l.head = append(l.queue[:0], l.queue[l.head:]...), 0
+		n := copy(l.queue, l.queue[l.head:])
+		clear(l.queue[n:]) // the runs moved, and those taken: the array holds none of them twice
+		l.queue, l.head = l.queue[:n], 0
 	}
 	if w == nil {
 		l.running--

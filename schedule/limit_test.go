@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -56,6 +57,42 @@ func TestRunLimitBoundsTheRunsInFlight(t *testing.T) {
 		assert.Zero(t, lim.Running())
 		assert.Zero(t, lim.Waiting())
 	})
+}
+
+// Once a herd of 2,500 jobs has run through a RunLimit of 1, the limit
+// points to none of their runs, and no job keeps the state of its wait:
+// a million jobs that all waited at 09:00 cost no more afterwards than
+// before.
+func TestRunLimitKeepsNothingOfAHerd(t *testing.T) {
+	lim := schedule.NewRunLimit(1)
+	var ran atomic.Int64
+	release := make(chan struct{})
+	f := func(ctx context.Context, r schedule.Run) error {
+		<-release // the others queue behind the first
+		ran.Add(1)
+		return nil
+	}
+	jobs := make([]*schedule.Job, 2500)
+	due := schedule.Once(time.Now().Add(100 * time.Millisecond))
+	for i := range jobs {
+		jobs[i] = schedule.NewJob(fmt.Sprint("j", i), due, f, schedule.WithRunLimit(lim))
+	}
+	require.NoError(t, schedule.StartAll(context.Background(), jobs...))
+	assert.Eventually(t, func() bool { return lim.Waiting() == len(jobs)-1 }, time.Minute, time.Millisecond)
+	close(release)
+	assert.Eventually(t, func() bool { return lim.Running() == 0 }, time.Minute, time.Millisecond)
+	assert.Equal(t, int64(len(jobs)), ran.Load())
+	assert.Zero(t, lim.Kept(), "runs the limit's queue still points to")
+	rare := 0
+	for _, j := range jobs {
+		if j.Rare() {
+			rare++
+		}
+	}
+	assert.Zero(t, rare, "jobs that keep the state of their wait")
+	for _, j := range jobs {
+		stop(t, j)
+	}
 }
 
 // A job stopped while its run waits for its turn stops at once: the run

@@ -123,6 +123,7 @@ func (j *Job) started(w *waiting) {
 			if i := slices.Index(r.waiting, w); i >= 0 {
 				r.waiting = slices.Delete(r.waiting, i, i+1)
 			}
+			x.tidyRareLocked()
 		}
 	}
 	j.mu.Unlock()
@@ -153,6 +154,7 @@ func (j *Job) dropWaitingLocked(why error) []Record {
 		}
 	}
 	x.r.waiting = x.r.waiting[:0]
+	x.tidyRareLocked()
 	j.quietLocked()
 	return obs
 }

@@ -122,6 +122,7 @@ func (j *Job) awaitRetry(ctx context.Context, x *active, d time.Duration) bool {
 	if i := slices.Index(r.retries, w); i >= 0 {
 		r.retries = slices.Delete(r.retries, i, i+1)
 	}
+	x.tidyRareLocked()
 	// Under the lock, as Pause and Stop change the job: either they found
 	// the wait and ended it, or the attempt starts before them, a run in
 	// flight that they let go on.
