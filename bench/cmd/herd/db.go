@@ -12,9 +12,12 @@ import (
 	"github.com/circulation-go/circulation/wheel"
 )
 
-// prepare makes a fresh table for the herd and returns a pool on its
-// database.
+// prepare makes a fresh table for the herd, or River's (prepareRiver),
+// and returns a pool on its database.
 func prepare(o options) (*sql.DB, error) {
+	if o.Lib == "river" {
+		return prepareRiver(o)
+	}
 	if o.Store == "postgres" {
 		db, err := sql.Open("pgx", o.DSN)
 		if err != nil {

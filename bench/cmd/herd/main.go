@@ -12,6 +12,15 @@
 //	go run ./cmd/herd -store postgres -jobs 100000 -replicas 1
 //	go run ./cmd/herd -store sqlite -jobs 100000
 //
+// With -lib river, the same herd on PostgreSQL runs on River
+// (riverqueue/river) instead, for comparison: a queue has no job that waits
+// in each process for its instant, so the parent inserts the jobs ahead,
+// each with InsertOpts.ScheduledAt at the due instant, River's way of
+// having a herd, before it starts the replicas, each a river.Client that
+// works them; "all recorded" is then all completed (see river.go):
+//
+//	go run ./cmd/herd -store postgres -lib river -jobs 100000 -replicas 3
+//
 // In memory, the same herd on package schedule, robfig/cron v3 and gocron
 // v2, one process each:
 //
@@ -70,7 +79,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.Store, "store", "postgres", "postgres, sqlite or memory")
-	flag.StringVar(&o.Lib, "lib", "schedule", "with -store memory: schedule, robfig or gocron")
+	flag.StringVar(&o.Lib, "lib", "schedule", "with -store memory: schedule, robfig or gocron; with -store postgres: schedule or river")
 	flag.IntVar(&o.Jobs, "jobs", 100_000, "jobs, each due once at the same instant")
 	flag.IntVar(&o.Replicas, "replicas", 1, "processes sharing the database, each with every job")
 	flag.DurationVar(&o.Lease, "lease", 30*time.Second, "the store's lease")
@@ -80,7 +89,7 @@ func main() {
 	flag.StringVar(&o.DSN, "dsn", "", "a PostgreSQL to use instead of a throwaway one")
 	flag.DurationVar(&o.Idle, "idle", 0, "hold idle jobs this long and report their statements per second")
 	flag.BoolVar(&o.Each, "each", false, "with -idle: start the jobs with one Start each, not StartAll (its baseline)")
-	flag.IntVar(&o.Runs, "runs", 0, "the runs in flight per replica (the Store's RunLimit); 0 for its default")
+	flag.IntVar(&o.Runs, "runs", 0, "the runs in flight per replica (the Store's RunLimit, River's MaxWorkers); 0 for its default")
 	flag.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process to the file")
 	flag.StringVar(&o.Profile, "replicaprofile", "", "write each replica's CPU profile, from ready to its stop, to this file with .node appended")
@@ -100,6 +109,8 @@ func main() {
 	}
 	var err error
 	switch {
+	case *child && o.Lib == "river":
+		err = riverReplica(o)
 	case *child:
 		err = replica(o)
 	case o.Store == "memory":
@@ -131,6 +142,14 @@ type result struct {
 func parent(o options) error {
 	if o.Replicas < 1 || o.Jobs < 1 {
 		return fmt.Errorf("-replicas %d, -jobs %d: want at least 1", o.Replicas, o.Jobs)
+	}
+	switch {
+	case o.Lib == "river" && o.Store != "postgres":
+		return fmt.Errorf("-lib river: wants -store postgres")
+	case o.Lib == "river" && (o.Idle > 0 || o.Race):
+		return fmt.Errorf("-lib river: -idle and -race are for -lib schedule")
+	case o.Lib != "schedule" && o.Lib != "river":
+		return fmt.Errorf("-lib %q with -store %s: want schedule or river", o.Lib, o.Store)
 	}
 	switch o.Store {
 	case "postgres":
@@ -165,6 +184,11 @@ func parent(o options) error {
 	}
 	due := time.Now().Add(o.Lead).Truncate(time.Second)
 	o.Due = due.UnixNano()
+	if o.Lib == "river" {
+		if err := insertRiver(o, due); err != nil {
+			return err
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -210,7 +234,11 @@ func parent(o options) error {
 	if time.Now().After(due) {
 		return fmt.Errorf("the replicas were ready after the due time: give a longer -lead than %v", o.Lead)
 	}
-	recorded, err := awaitRecorded(db, o, due)
+	await := awaitRecorded
+	if o.Lib == "river" {
+		await = awaitCompleted
+	}
+	recorded, err := await(db, o, due)
 	if err != nil {
 		return err
 	}
@@ -230,7 +258,7 @@ func parent(o options) error {
 }
 
 func replicaArgs(o options, node string) []string {
-	return []string{"-child", "-store", o.Store, "-jobs", strconv.Itoa(o.Jobs), "-lease", o.Lease.String(),
+	return []string{"-child", "-store", o.Store, "-lib", o.Lib, "-jobs", strconv.Itoa(o.Jobs), "-lease", o.Lease.String(),
 		"-pool", strconv.Itoa(o.Pool), "-runs", strconv.Itoa(o.Runs), "-dsn", o.DSN, "-due", strconv.FormatInt(o.Due, 10), "-node", node,
 		"-race=" + strconv.FormatBool(o.Race), "-replicaprofile", o.Profile}
 }
@@ -243,7 +271,7 @@ type summary struct {
 	Lease              time.Duration `json:",omitempty"`
 	AllStarted         time.Duration // the last first start, after the due time
 	LateP50, LateP99   time.Duration
-	AllRecorded        time.Duration `json:",omitempty"` // until every run had a Succeeded record
+	AllRecorded        time.Duration `json:",omitempty"` // until every run had a Succeeded record (River: every job completed)
 	RunsPerSecond      float64
 	RanTwice, NeverRan int
 	Shares             []float64           // per process: its part of the runs
@@ -256,7 +284,7 @@ type summary struct {
 
 func report(o options, due time.Time, recorded time.Duration, rs []result) error {
 	s := summary{Store: o.Store, Jobs: o.Jobs, Replicas: len(rs), Lease: o.Lease, AllRecorded: recorded}
-	if o.Store == "memory" {
+	if o.Store == "memory" || o.Lib == "river" {
 		s.Lib, s.Lease = o.Lib, 0
 	}
 	starts := make([]int, o.Jobs)
