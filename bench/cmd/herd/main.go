@@ -132,6 +132,7 @@ type result struct {
 	Starts   []int32       // the jobs whose Func started, once per start
 	Late     []int64       // each start's lateness, in ns, in the order of Starts
 	RSS      int64         // peak resident memory, bytes
+	Heap     int64         // live heap once the herd has run, its jobs not stopped yet (liveHeap), bytes
 	CPU      time.Duration // user and system time
 	Stats    map[string]uint64
 	Leftover int // runs still waiting in the RunLimit when it stopped
@@ -277,6 +278,7 @@ type summary struct {
 	Shares             []float64           // per process: its part of the runs
 	StatementsPerSlot  float64             `json:",omitempty"`
 	PeakRSSMB          []float64           // per process
+	HeapAfterMB        []float64           // per process: its live heap once the herd has run
 	CPUSeconds         []float64           // per process
 	SetupSeconds       []float64           // per process: creating and starting its jobs
 	Stats              []map[string]uint64 `json:",omitempty"`
@@ -301,6 +303,7 @@ func report(o options, due time.Time, recorded time.Duration, rs []result) error
 			}
 		}
 		s.PeakRSSMB = append(s.PeakRSSMB, float64(r.RSS)/1e6)
+		s.HeapAfterMB = append(s.HeapAfterMB, float64(r.Heap)/1e6)
 		s.Shares = append(s.Shares, float64(len(r.Starts))/float64(o.Jobs))
 		s.CPUSeconds = append(s.CPUSeconds, r.CPU.Seconds())
 		s.SetupSeconds = append(s.SetupSeconds, r.Setup.Seconds())
@@ -361,6 +364,7 @@ func report(o options, due time.Time, recorded time.Duration, rs []result) error
 		fmt.Printf("statements per slot: %.3f\n", s.StatementsPerSlot)
 	}
 	fmt.Printf("peak RSS, MB:    %s\n", floats(s.PeakRSSMB, "%.0f"))
+	fmt.Printf("heap after, MB:  %s (live, once the herd has run)\n", floats(s.HeapAfterMB, "%.0f"))
 	fmt.Printf("CPU, s:          %s\n", floats(s.CPUSeconds, "%.1f"))
 	fmt.Printf("setup, s:        %s\n", floats(s.SetupSeconds, "%.1f"))
 	for i, st := range s.Stats {

@@ -86,8 +86,9 @@ func memory(o options) error {
 	for started.Load() < int64(o.Jobs) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	heap := liveHeap()
 	stop()
-	r := result{Node: o.Lib, Setup: setup, RSS: peakRSS(), CPU: cpuTime()}
+	r := result{Node: o.Lib, Setup: setup, RSS: peakRSS(), Heap: heap, CPU: cpuTime()}
 	for i := range late {
 		if l := late[i].Load(); l != 0 {
 			r.Starts = append(r.Starts, int32(i))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -115,12 +116,13 @@ func replica(o options) error {
 		}
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	heap := liveHeap()
 	waiting := store.RunLimit().Waiting()
 	if err := each(jobs, func(j *schedule.Job) error { return j.Stop(context.Background()) }); err != nil {
 		return err
 	}
 	pprof.StopCPUProfile()
-	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
+	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: heap, CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
 	for _, s := range starts[:min(int(n.Load()), len(starts))] {
 		r.Starts = append(r.Starts, s.job)
 		r.Late = append(r.Late, s.late)
@@ -129,6 +131,17 @@ func replica(o options) error {
 		return err
 	}
 	return out.Flush()
+}
+
+// liveHeap returns the bytes of the heap that a full collection leaves:
+// once the herd has run, what the jobs, the store and the harness's own
+// record of the starts (32 bytes a job) keep while the jobs wait for
+// their next slots.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // each calls f for every job, 64 at a time, and returns the first error.

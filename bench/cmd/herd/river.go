@@ -227,13 +227,14 @@ func riverReplica(o options) error {
 		}
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	heap := liveHeap()
 	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := client.Stop(stopCtx); err != nil {
 		return err
 	}
 	pprof.StopCPUProfile()
-	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), CPU: cpuTime(), Stats: counter.stats()}
+	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: heap, CPU: cpuTime(), Stats: counter.stats()}
 	for _, s := range w.starts[:min(int(w.n.Load()), len(w.starts))] {
 		r.Starts = append(r.Starts, s.job)
 		r.Late = append(r.Late, s.late)
