@@ -210,6 +210,7 @@ func TestPreview(t *testing.T) {
 		for _, c := range []struct{ query, field, err string }{
 			{"spec=0+9+*+*", "spec", `cron: spec "0 9 * *": has 4 fields; want 5`},
 			{"spec=0+0+30+2+*", "spec", "no time in the next 100 years"},
+			{"spec=*/70+*+*+*+*", "spec", `minute "*/70": step 70 is longer than the 60 values of 0-59 it steps through: only 0 would match`},
 			{"spec=0+9+*+*+*&zone=Mars/Olympus", "zone", "Mars/Olympus"},
 			{"spec=", "spec", "empty"},
 		} {

@@ -97,9 +97,28 @@ func clip(s string) string {
 // second, the resolution of the fields.
 //
 // A spec that no time matches, such as "0 0 30 2 *", is not an error: its
-// Schedule's Next returns the zero Time. Any other spec Parse cannot read
+// Schedule's Next returns the zero Time (Task.Validate refuses it). Any other spec Parse cannot read
 // gets a *ParseError naming the field; Parse never panics.
 func Parse(spec string, loc *time.Location) (schedule.Schedule, error) {
+	return parse(spec, loc, false)
+}
+
+// ParseStrict is Parse for specs that users type. It refuses, with a
+// *ParseError naming the field, a step longer than the values it steps
+// through, which Parse reads as ISC cron does, although its author seldom
+// meant what it does: only the first of the values matches. So
+// "*/70 * * * *" and "0 */90 * * * *" run every hour, at minute 0, and
+// "10-20/30" is 10 alone. A step as long as its values, "*/60" in the
+// minutes, is hourly, and is accepted.
+//
+// Task.Validate, and so a store of definitions and the admin page, reads
+// a task's spec with ParseStrict; a Table loads it with Parse, so that a
+// definition saved before runs as it did.
+func ParseStrict(spec string, loc *time.Location) (schedule.Schedule, error) {
+	return parse(spec, loc, true)
+}
+
+func parse(spec string, loc *time.Location, strict bool) (schedule.Schedule, error) {
 	if len(spec) > MaxSpecLen {
 		return nil, parseError("spec", spec, "longer than "+strconv.Itoa(MaxSpecLen)+" bytes ("+strconv.Itoa(len(spec))+")")
 	}
@@ -126,7 +145,7 @@ func Parse(spec string, loc *time.Location) (schedule.Schedule, error) {
 	if strings.HasPrefix(f[0], "@") {
 		return parseDescriptor(f, loc)
 	}
-	return parseFields(f, loc)
+	return parseFields(f, loc, strict)
 }
 
 func zonePrefix(s string) (string, bool) {
@@ -173,5 +192,5 @@ func parseDescriptor(f []string, loc *time.Location) (schedule.Schedule, error) 
 	if len(f) != 1 {
 		return nil, parseError("descriptor", strings.Join(f, " "), "takes no fields")
 	}
-	return parseFields(strings.Fields(fields), loc)
+	return parseFields(strings.Fields(fields), loc, false)
 }

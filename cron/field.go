@@ -24,8 +24,9 @@ var (
 		"sun", "mon", "tue", "wed", "thu", "fri", "sat"}}
 )
 
-// parseFields parses five or six fields into a spec.
-func parseFields(f []string, loc *time.Location) (*spec, error) {
+// parseFields parses five or six fields into a spec; strict refuses what
+// ParseStrict does.
+func parseFields(f []string, loc *time.Location, strict bool) (*spec, error) {
 	switch len(f) {
 	case 5:
 		f = append([]string{"0"}, f...)
@@ -36,26 +37,26 @@ func parseFields(f []string, loc *time.Location) (*spec, error) {
 	var s spec
 	var err error
 	var minStar, hourStar, domStar, dowStar bool
-	if s.second, _, err = seconds.parse(f[0]); err != nil {
+	if s.second, _, err = seconds.parse(strict, f[0]); err != nil {
 		return nil, err
 	}
-	if s.minute, minStar, err = minutes.parse(f[1]); err != nil {
+	if s.minute, minStar, err = minutes.parse(strict, f[1]); err != nil {
 		return nil, err
 	}
 	var b uint64
-	if b, hourStar, err = hours.parse(f[2]); err != nil {
+	if b, hourStar, err = hours.parse(strict, f[2]); err != nil {
 		return nil, err
 	}
 	s.hour = uint32(b)
-	if b, domStar, err = doms.parse(f[3]); err != nil {
+	if b, domStar, err = doms.parse(strict, f[3]); err != nil {
 		return nil, err
 	}
 	s.dom = uint32(b)
-	if b, _, err = months.parse(f[4]); err != nil {
+	if b, _, err = months.parse(strict, f[4]); err != nil {
 		return nil, err
 	}
 	s.month = uint16(b)
-	if b, dowStar, err = dows.parse(f[5]); err != nil {
+	if b, dowStar, err = dows.parse(strict, f[5]); err != nil {
 		return nil, err
 	}
 	if b&(1<<7) != 0 { // 7 is Sunday too
@@ -72,10 +73,10 @@ func parseFields(f []string, loc *time.Location) (*spec, error) {
 // parse parses the text of the field into a bit set, bit i for the value
 // i. star reports whether the text starts with * or ?, as crontab(5) tells
 // a field that is not restricted.
-func (fd *field) parse(text string) (bits uint64, star bool, err error) {
+func (fd *field) parse(strict bool, text string) (bits uint64, star bool, err error) {
 	star = text[0] == '*' || text[0] == '?'
 	for item := range strings.SplitSeq(text, ",") {
-		b, err := fd.parseItem(text, item)
+		b, err := fd.parseItem(strict, text, item)
 		if err != nil {
 			return 0, false, err
 		}
@@ -85,8 +86,9 @@ func (fd *field) parse(text string) (bits uint64, star bool, err error) {
 }
 
 // parseItem parses one item of a list: *, a value or a range, each with an
-// optional step.
-func (fd *field) parseItem(text, item string) (uint64, error) {
+// optional step. strict refuses a step longer than the values it steps
+// through, which only the first of them would match.
+func (fd *field) parseItem(strict bool, text, item string) (uint64, error) {
 	if item == "" {
 		return 0, fd.error(text, "empty list item")
 	}
@@ -100,7 +102,7 @@ func (fd *field) parseItem(text, item string) (uint64, error) {
 		case n == 0:
 			return 0, fd.error(text, "zero step")
 		}
-		step = min(n, fd.max+1) // a longer step has the same values: the first
+		step = n
 	}
 	var lo, hi int
 	switch {
@@ -128,6 +130,11 @@ func (fd *field) parseItem(text, item string) (uint64, error) {
 			hi = max(fd.last(), lo) // 7/n in the day of the week: 7, Sunday
 		}
 	}
+	if strict && step > hi-lo+1 {
+		return 0, fd.error(text, "step "+strconv.Itoa(step)+" is longer than the "+strconv.Itoa(hi-lo+1)+
+			" values of "+strconv.Itoa(lo)+"-"+strconv.Itoa(hi)+" it steps through: only "+strconv.Itoa(lo)+" would match")
+	}
+	step = min(step, fd.max+1) // a longer step has the same values: the first
 	var bits uint64
 	for v := lo; v <= hi; v += step {
 		bits |= 1 << v

@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 		"TZ= 1 * * * *", "59 23 31 12 fri", "0-59/59 0-23/23 1-31/30 1-12/11 0-7/7",
 		"1-2-3 * * * *", "*/ * * * *", "@every -1s", "TZ=UTC", "\x00 * * * *",
 		"*/9223372036854775807 * * * *", "0 0 1-31/99999999999999 * *",
+		"*/70 * * * *", "0 */90 * * * *", "10-20/11 * * * *", "50/15 * * * *", "*/60 * * * *",
 	} {
 		for _, at := range []int64{0, 1793430000, -62135596800, 1<<62 - 1, -1 << 62} {
 			f.Add(spec, at, int64(0))
@@ -30,14 +31,24 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, spec string, sec, nsec int64) {
 		s, err := cron.Parse(spec, ny)
+		strict, serr := cron.ParseStrict(spec, ny)
+		var pe *cron.ParseError
+		if serr != nil && !errors.As(serr, &pe) {
+			t.Fatalf("ParseStrict(%q): %T %v, not a *ParseError", spec, serr, serr)
+		}
 		if err != nil {
-			var pe *cron.ParseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("Parse(%q): %T %v, not a *ParseError", spec, err, err)
+			}
+			if serr == nil {
+				t.Fatalf("ParseStrict(%q) accepts what Parse refuses: %v", spec, err)
 			}
 			return
 		}
 		at := time.Unix(sec, nsec%1e9)
+		if serr == nil && !strict.Next(at).Equal(s.Next(at)) {
+			t.Fatalf("ParseStrict(%q).Next(%v) = %v, Parse's %v", spec, at, strict.Next(at), s.Next(at))
+		}
 		for range 3 {
 			next := s.Next(at)
 			if next.IsZero() {

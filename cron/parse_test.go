@@ -276,6 +276,44 @@ func TestParseErrors(t *testing.T) {
 	assert.NoError(t, err, "1019 bytes")
 }
 
+// ParseStrict refuses what users seldom mean, naming the field, and reads
+// everything else as Parse does; Parse still reads the odd specs as ISC
+// cron does.
+func TestParseStrict(t *testing.T) {
+	for spec, want := range map[string]string{
+		"*/70 * * * *":       `cron: minute "*/70": step 70 is longer than the 60 values of 0-59 it steps through: only 0 would match`,
+		"0 */90 * * * *":     `cron: minute "*/90": step 90 is longer than the 60 values of 0-59 it steps through: only 0 would match`,
+		"0 0 */25 * * *":     `cron: hour "*/25": step 25 is longer than the 24 values of 0-23 it steps through: only 0 would match`,
+		"0 0 */32 * *":       `cron: day of month "*/32": step 32 is longer than the 31 values of 1-31 it steps through: only 1 would match`,
+		"0 0 1 */13 *":       `cron: month "*/13": step 13 is longer than the 12 values of 1-12 it steps through: only 1 would match`,
+		"0 0 * * */8":        `cron: day of week "*/8": step 8 is longer than the 7 values of 0-6 it steps through: only 0 would match`,
+		"10-20/12 * * * *":   `cron: minute "10-20/12": step 12 is longer than the 11 values of 10-20 it steps through: only 10 would match`,
+		"0,50/15 * * * *":    `cron: minute "0,50/15": step 15 is longer than the 10 values of 50-59 it steps through: only 50 would match`,
+		"*/99999999 * * * *": `cron: minute "*/99999999": step 99999999 is longer than the 60 values of 0-59 it steps through: only 0 would match`,
+	} {
+		_, err := cron.ParseStrict(spec, time.UTC)
+		require.Error(t, err, spec)
+		assert.Equal(t, want, err.Error(), spec)
+		var pe *cron.ParseError
+		require.True(t, errors.As(err, &pe), spec)
+		_, err = cron.Parse(spec, time.UTC)
+		assert.NoError(t, err, "Parse reads %q as ISC cron does", spec)
+	}
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, spec := range []string{"*/60 * * * *", "0 */24 * * *", "10-20/11 * * * *", "50/10 * * * *",
+		"*/7 5-50/3 1,2,3 * */2 1-5", "0 0 29 2 *", "0 0 30 2 mon", "0 0 30 2 *", "@hourly", "@every 90m", "CRON_TZ=Europe/Paris 0 */2 * * *"} {
+		strict, err := cron.ParseStrict(spec, time.UTC)
+		require.NoError(t, err, spec)
+		lax, err := cron.Parse(spec, time.UTC)
+		require.NoError(t, err, spec)
+		at := from
+		for range 5 {
+			require.Equal(t, lax.Next(at), strict.Next(at), spec)
+			at = lax.Next(at)
+		}
+	}
+}
+
 // The text an error quotes is cut to 64 bytes at a character boundary, so
 // that a UI shows the user's text, not a broken character.
 func TestParseErrorTextIsValidUTF8(t *testing.T) {

@@ -202,8 +202,9 @@ func parseDuration(s string) (Duration, error) {
 // A definition cannot run, and is refused, if:
 //
 //   - Name is empty, or longer than MaxNameLen; Handler is empty;
-//   - Zone is not an IANA zone; Spec does not parse (the error wraps the
-//     *ParseError);
+//   - Zone is not an IANA zone; Spec does not parse with ParseStrict (the
+//     error wraps the *ParseError): a step such as "*/70" in the minutes,
+//     which Parse reads as ISC cron does, as every hour, is refused;
 //   - End is missing and neither Permanent nor Once is set, or End is
 //     set on a permanent task, or is before Start, or has passed;
 //   - Overlap or Misfire is not one of the names in their docs;
@@ -218,11 +219,14 @@ func parseDuration(s string) (Duration, error) {
 //     policy (run-once and run-all run it at once, skip records it
 //     Missed), so a Once task loaded after its time still runs once.
 //
+// A Table loads a spec with Parse, not ParseStrict, so that a definition
+// saved before it was refused runs as it did.
+//
 // A spec without a Zone or CRON_TZ is read in UTC here, and in the Table's
 // location by a Table: whether it has a time to run at does not depend on
 // the zone. A definition valid now may be refused later, once its End has
 // passed.
 func (t Task) Validate() error {
-	_, err := compile(t, nil, time.UTC, Parse, time.Now(), 0)
+	_, err := compile(t, nil, time.UTC, ParseStrict, time.Now(), 0)
 	return err
 }

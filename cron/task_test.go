@@ -121,6 +121,32 @@ func TestTaskValidate(t *testing.T) {
 	})
 }
 
+// Validate reads a spec as ParseStrict does: a step that only its first
+// value would match is refused, naming the field; a Table still loads the
+// same definition, saved before, as Parse reads it: every hour.
+func TestTaskValidateIsStrict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ran := 0
+		tab := cron.NewTable(map[string]cron.Handler{"h": func(context.Context, string, schedule.Run) error { ran++; return nil }},
+			cron.WithLocation(time.UTC))
+		defer tab.Stop(context.Background())
+		d := task("t", "h", "*/70 * * * *")
+		err := d.Validate()
+		var te *cron.TaskError
+		require.True(t, errors.As(err, &te), "%v", err)
+		assert.Equal(t, "spec", te.Field)
+		assert.EqualError(t, err, `cron: task "t": spec: cron: minute "*/70": step 70 is longer than the 60 values of 0-59 it steps through: only 0 would match`)
+		var pe *cron.ParseError
+		assert.True(t, errors.As(err, &pe), "wraps the *ParseError")
+
+		_, err = tab.Apply(context.Background(), []cron.Task{d})
+		require.NoError(t, err)
+		time.Sleep(3*time.Hour + time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 3, ran, "every hour, at minute 0")
+	})
+}
+
 // The errors name what is wrong, in words a user can act on.
 func TestTaskValidateMessages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
