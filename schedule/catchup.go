@@ -87,6 +87,13 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 	if missed.Before(floor) {
 		return // owed from before a pause or a new schedule: not caught up
 	}
+	if w := j.cfg.window; w > 0 {
+		// The slots older than the catch-up window were reported when
+		// they fell due, and are not run.
+		if from := time.Now().Add(-w); missed.Before(from) {
+			missed = from
+		}
+	}
 	t := missed.Add(-1) // so that the first slot after it is the missed one itself
 	for n := 0; ; n++ {
 		if t = next(sched, t); t.IsZero() || !t.Before(due) {

@@ -26,11 +26,19 @@ func (j *Job) dueLocked(sched Schedule, first, now time.Time) []Record {
 			obs = append(obs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
 		}
 	}
+	// The slots older than the catch-up window, the oldest, are Missed
+	// whatever the policy.
+	k := 0
+	for k < len(missed) && c.stale(missed[k], now) {
+		k++
+	}
+	miss(missed[:k])
+	missed = missed[k:]
 	switch c.misfire {
 	case MisfireSkip:
 		miss(missed)
 	case MisfireRunOnce:
-		if !onTime {
+		if !onTime && len(missed) > 0 {
 			miss(missed[:len(missed)-1])
 			run = append(run, pending{run: Run{Job: j.name, Due: latest, Reason: CatchUp}})
 		} else {

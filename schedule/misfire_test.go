@@ -79,6 +79,42 @@ func TestMisfireGrace(t *testing.T) {
 	})
 }
 
+// A catch-up window leaves the slots missed longer ago than it Missed,
+// whatever the policy: at 5s, a window of 22s keeps the slots of -10s and
+// 0s, and one of 3s none. It does not touch a slot whose run starts on
+// time, within the grace period.
+func TestCatchUpWindow(t *testing.T) {
+	old := []string{"-50s Missed CatchUp", "-40s Missed CatchUp", "-30s Missed CatchUp", "-20s Missed CatchUp"}
+	for _, tc := range []struct {
+		name string
+		opts []schedule.Option
+		want []string
+	}{
+		{"run-once", []schedule.Option{schedule.WithCatchUpWindow(22 * time.Second)},
+			append(old, "-10s Missed CatchUp", "0s Succeeded CatchUp 5s-6s", "10s Succeeded Scheduled 10s-11s")},
+		{"run-once, all too old", []schedule.Option{schedule.WithCatchUpWindow(3 * time.Second)},
+			append(old, "-10s Missed CatchUp", "0s Missed CatchUp", "10s Succeeded Scheduled 10s-11s")},
+		{"run-all", []schedule.Option{schedule.WithCatchUpWindow(22 * time.Second), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithCatchUpLimit(3)},
+			append(old, "-10s Succeeded CatchUp 5s-6s", "0s Succeeded CatchUp 6s-7s", "10s Succeeded Scheduled 10s-11s")},
+		{"run-all, beyond the limit", []schedule.Option{schedule.WithCatchUpWindow(22 * time.Second), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithCatchUpLimit(1)},
+			append(old, "0s Missed CatchUp", "-10s Succeeded CatchUp 5s-6s", "10s Succeeded Scheduled 10s-11s")},
+		{"skip", []schedule.Option{schedule.WithCatchUpWindow(22 * time.Second), schedule.WithMisfire(schedule.MisfireSkip)},
+			append(old, "-10s Missed CatchUp", "0s Missed CatchUp", "10s Succeeded Scheduled 10s-11s")},
+		{"on time", []schedule.Option{schedule.WithCatchUpWindow(3 * time.Second), schedule.WithGrace(5 * time.Second)},
+			append(old, "-10s Missed CatchUp", "0s Succeeded Scheduled 5s-6s", "10s Succeeded Scheduled 10s-11s")},
+		{"no window", []schedule.Option{schedule.WithCatchUpWindow(-time.Second), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithCatchUpLimit(1)},
+			[]string{"-40s Missed CatchUp", "-30s Missed CatchUp", "-20s Missed CatchUp", "-10s Missed CatchUp", "0s Missed CatchUp",
+				"-50s Succeeded CatchUp 5s-6s", "10s Succeeded Scheduled 10s-11s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l, _ := restart(t, tc.opts...)
+				assert.Equal(t, tc.want, l.summary())
+			})
+		})
+	}
+}
+
 // A job with no record catches up nothing.
 func TestNewJobCatchesUpNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

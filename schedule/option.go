@@ -107,6 +107,7 @@ type config struct {
 	misfire     Misfire
 	maxParallel int
 	catchUp     int
+	window      time.Duration // WithCatchUpWindow's, 0 for none
 	grace       time.Duration
 	timeout     time.Duration
 	retry       time.Duration // WithClaimRetry's, or -1: the default
@@ -134,7 +135,7 @@ var defaultConfig = &config{grace: defaultGrace, catchUp: defaultCatchUp, retry:
 func (c *config) isDefault() bool {
 	d := defaultConfig
 	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
-		c.catchUp == d.catchUp && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
+		c.catchUp == d.catchUp && c.window == d.window && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
 		c.attempts == d.attempts && c.backoff == d.backoff && c.since.IsZero() &&
 		c.store == nil && c.node == "" && c.observer == nil && c.limit == nil && !c.limitSet
 }
@@ -230,6 +231,27 @@ func WithGrace(d time.Duration) Option {
 // after one gap (default 100). An n < 1 means 1.
 func WithCatchUpLimit(n int) Option {
 	return optionFunc(func(c *config) { c.catchUp = max(n, 1) })
+}
+
+// WithCatchUpWindow sets how old a missed slot may be and still run: a
+// slot missed by more than d is Missed, whatever the Misfire policy, and
+// the policy decides the fate of the others. Under MisfireRunOnce the
+// latest missed slot runs only if it is within d; under MisfireRunAll the
+// slots within d run, up to the catch-up limit. So a job whose process was
+// down for a day, with WithCatchUpWindow(time.Hour), runs at most what it
+// missed in the last hour. The default, d <= 0, is no window: a missed
+// slot of any age is the policy's. Temporal's catch-up window (a year
+// by default there); a Kubernetes CronJob's startingDeadlineSeconds.
+// A window shorter than the grace period (WithGrace) changes nothing for
+// slots whose run starts on time.
+func WithCatchUpWindow(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.window = max(d, 0) })
+}
+
+// stale reports whether the missed slot due is older than the catch-up
+// window at now.
+func (c *config) stale(due, now time.Time) bool {
+	return c.window > 0 && now.Sub(due) > c.window
 }
 
 // WithStore sets the Store where the job claims its slots and records its

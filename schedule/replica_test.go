@@ -50,17 +50,24 @@ func TestStoreOutageFollowsTheMisfirePolicy(t *testing.T) {
 		misfire  schedule.Misfire
 		replicas int
 		want     []string
+		window   time.Duration
 	}{
 		{schedule.MisfireRunAll, 1, []string{"10s Succeeded Scheduled 10s-11s",
 			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",
 			"20s Succeeded CatchUp 50s-51s", "30s Succeeded CatchUp 51s-52s", "40s Succeeded CatchUp 52s-53s",
-			"50s Succeeded Scheduled 53s-54s"}},
+			"50s Succeeded Scheduled 53s-54s"}, 0},
 		{schedule.MisfireRunOnce, 1, []string{"10s Succeeded Scheduled 10s-11s",
 			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",
-			"50s Succeeded Scheduled 50s-51s"}},
-		{schedule.MisfireRunAll, 2, nil},
+			"50s Succeeded Scheduled 50s-51s"}, 0},
+		{schedule.MisfireRunAll, 2, nil, 0},
+		// With a catch-up window of 25s, the catch-up at 50s leaves out
+		// the slot of 20s, Skipped when it fell due.
+		{schedule.MisfireRunAll, 1, []string{"10s Succeeded Scheduled 10s-11s",
+			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",
+			"30s Succeeded CatchUp 50s-51s", "40s Succeeded CatchUp 51s-52s",
+			"50s Succeeded Scheduled 52s-53s"}, 25 * time.Second},
 	} {
-		t.Run(fmt.Sprintf("%v/%d", tc.misfire, tc.replicas), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/%d/%v", tc.misfire, tc.replicas, tc.window), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var l journal
 				store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
@@ -68,7 +75,8 @@ func TestStoreOutageFollowsTheMisfirePolicy(t *testing.T) {
 				for i := range tc.replicas {
 					j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(time.Second),
 						schedule.WithStore(store), schedule.WithMisfire(tc.misfire),
-						schedule.WithNode(fmt.Sprint(i)), schedule.WithObserver(l.observe), schedule.WithClaimRetry(0))
+						schedule.WithNode(fmt.Sprint(i)), schedule.WithObserver(l.observe), schedule.WithClaimRetry(0),
+						schedule.WithCatchUpWindow(tc.window))
 					start(t, j)
 					jobs = append(jobs, j)
 				}
