@@ -34,6 +34,7 @@ type fields struct {
 	Name, Handler, BusinessID, Spec, Zone, Start, End string
 	Permanent, Once, Paused                           bool
 	Overlap, Misfire, Timeout, Attempts, Backoff      string
+	CatchUpWindow                                     string
 }
 
 // localLayout is the layout of a datetime-local input.
@@ -52,6 +53,9 @@ func fieldsOf(t cron.Task, loc *time.Location) fields {
 	if t.Timeout != 0 {
 		f.Timeout = t.Timeout.String()
 	}
+	if t.CatchUpWindow != 0 {
+		f.CatchUpWindow = t.CatchUpWindow.String()
+	}
 	if t.Retry.Attempts != 0 {
 		f.Attempts = strconv.Itoa(t.Retry.Attempts)
 	}
@@ -68,7 +72,7 @@ func fieldsFrom(r *http.Request) fields {
 		Spec: v("spec"), Zone: v("zone"), Start: v("start"), End: v("end"),
 		Permanent: v("permanent") != "", Once: v("once") != "", Paused: v("paused") != "",
 		Overlap: v("overlap"), Misfire: v("misfire"), Timeout: v("timeout"),
-		Attempts: v("retry.attempts"), Backoff: v("retry.backoff")}
+		Attempts: v("retry.attempts"), Backoff: v("retry.backoff"), CatchUpWindow: v("catchUpWindow")}
 }
 
 // task returns the definition f holds, its times read in loc, or a
@@ -88,6 +92,9 @@ func (f fields) task(loc *time.Location) (cron.Task, error) {
 	}
 	if err := readDuration(f.Timeout, &t.Timeout); err != nil {
 		return bad("timeout", err)
+	}
+	if err := readDuration(f.CatchUpWindow, &t.CatchUpWindow); err != nil {
+		return bad("catchUpWindow", err)
 	}
 	if err := readDuration(f.Backoff, &t.Retry.Backoff); err != nil {
 		return bad("retry.backoff", err)

@@ -24,7 +24,7 @@ func TestCreateEditDelete(t *testing.T) {
 
 		res := f.post("/jobs/create", form("name", "shop 1", "handler", "ok", "businessId", "shop-1",
 			"spec", "0 9 * * 1-5", "zone", "Europe/Paris", "permanent", "1", "overlap", "buffer-one", "misfire", "skip",
-			"timeout", "90s", "retry.attempts", "3", "retry.backoff", "10s", "version", "0"))
+			"timeout", "90s", "retry.attempts", "3", "retry.backoff", "10s", "catchUpWindow", "2h", "version", "0"))
 		require.Equal(t, 303, res.status, res.body)
 		assert.Equal(t, "task?done=created&name=shop+1", res.header.Get("Location"))
 		got, v, err := f.defs.Get(context.Background(), "shop 1")
@@ -32,7 +32,8 @@ func TestCreateEditDelete(t *testing.T) {
 		assert.Equal(t, int64(1), v)
 		assert.Equal(t, cron.Task{Name: "shop 1", Handler: "ok", BusinessID: "shop-1", Spec: "0 9 * * 1-5", Zone: "Europe/Paris",
 			Permanent: true, Overlap: "buffer-one", Misfire: "skip", Timeout: cron.Duration(90 * time.Second),
-			Retry: cron.Retry{Attempts: 3, Backoff: cron.Duration(10 * time.Second)}, Created: got.Created}, got)
+			Retry: cron.Retry{Attempts: 3, Backoff: cron.Duration(10 * time.Second)}, CatchUpWindow: cron.Duration(2 * time.Hour),
+			Created: got.Created}, got)
 		synctest.Wait() // the Table applied it
 		var d jsonDetail
 		f.getJSON("/jobs/api/task?name=shop+1", 200, &d)
@@ -42,13 +43,14 @@ func TestCreateEditDelete(t *testing.T) {
 		assert.Equal(t, 9, d.Next.Hour(), "the next run, in the task's zone")
 		page := f.get("/jobs/task?name=shop+1&done=created")
 		assert.Contains(t, page.body, "Created: the Table loads it")
+		assert.Contains(t, page.body, "<dd>skip, if missed within 2h0m0s</dd>")
 		assert.Contains(t, page.body, `href="edit?name=shop%201"`)
 
 		// The edit form holds the definition, and its version.
 		page = f.get("/jobs/edit?name=shop+1")
 		require.Equal(t, 200, page.status)
 		for _, want := range []string{`name="version" value="1"`, `value="0 9 * * 1-5"`, `value="Europe/Paris"`,
-			`<option value="buffer-one" selected>`, `<option value="skip" selected>`, `value="1m30s"`, "At 09:00 in Europe/Paris"} {
+			`<option value="buffer-one" selected>`, `<option value="skip" selected>`, `value="1m30s"`, `value="2h0m0s"`, "At 09:00 in Europe/Paris"} {
 			assert.Contains(t, page.body, want)
 		}
 
@@ -87,6 +89,9 @@ func TestCreateEditDelete(t *testing.T) {
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "start", "tomorrow", "permanent", "1"}, "start"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "timeout", "-1s", "permanent", "1"}, "timeout"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "retry.attempts", "x", "permanent", "1"}, "retry.attempts"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "catchUpWindow", "soon", "permanent", "1"}, "catchUpWindow"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "catchUpWindow", "1.5s", "permanent", "1"}, "catchUpWindow"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "*/70 * * * *", "permanent", "1"}, "spec"},
 		} {
 			res = f.post("/jobs/update", form(append(c.kv, "version", "4")...))
 			assert.Equal(t, 422, res.status, c.kv)

@@ -58,6 +58,7 @@ type compiled struct {
 	timeout, backoff   int64 // time.Durations
 	startNsec, endNsec int32
 	attempts           int32
+	window             uint32 // the catch-up window, in seconds; 0 for none
 	permanent, once    bool
 	paused             bool // the definition's Paused; the Table's entry says whether the task is paused
 	created            bool // seen is the definition's Created: no slot before it is owed, whatever the records say
@@ -85,7 +86,8 @@ func (c *compiled) task(name string) Task {
 	return Task{Name: name, Handler: c.handler, BusinessID: c.businessID, Spec: c.spec, Zone: c.zone,
 		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once, Paused: c.paused,
 		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire], Timeout: Duration(c.timeout),
-		Retry: Retry{Attempts: int(c.attempts), Backoff: Duration(c.backoff)}, Created: time.Unix(0, c.seen).UTC()}
+		Retry: Retry{Attempts: int(c.attempts), Backoff: Duration(c.backoff)}, CatchUpWindow: Duration(c.window) * Duration(time.Second),
+		Created: time.Unix(0, c.seen).UTC()}
 }
 
 // floor returns the time before which the task owes no slot whatever its
@@ -136,6 +138,7 @@ func (c *compiled) same(d Task) bool {
 		c.handler == d.Handler && c.businessID == d.BusinessID && c.spec == d.Spec && c.zone == d.Zone &&
 		c.start().Equal(d.Start) && c.end().Equal(d.End) && c.permanent == d.Permanent && c.once == d.Once &&
 		c.paused == d.Paused && c.timeout == int64(d.Timeout) && int(c.attempts) == d.Retry.Attempts && c.backoff == int64(d.Retry.Backoff) &&
+		time.Duration(c.window)*time.Second == time.Duration(d.CatchUpWindow) &&
 		(d.Created.IsZero() || (inNanos(d.Created) && c.seen == d.Created.UnixNano()))
 }
 
@@ -153,13 +156,14 @@ type policy struct {
 	overlap          schedule.Overlap
 	misfire          schedule.Misfire
 	attempts         int32 // 0 for no retry, else 2 or more
+	window           uint32
 	timeout, backoff int64
 }
 
 // policy returns c's, with the retries that make no difference left out:
 // an Attempts below 2, and its Backoff, mean no retry.
 func (c *compiled) policy() policy {
-	p := policy{overlap: c.overlap, misfire: c.misfire, timeout: c.timeout}
+	p := policy{overlap: c.overlap, misfire: c.misfire, timeout: c.timeout, window: c.window}
 	if c.attempts >= 2 {
 		p.attempts, p.backoff = c.attempts, c.backoff
 	}
@@ -175,11 +179,18 @@ func (p policy) options() []schedule.Option {
 	if p.attempts >= 2 {
 		opts = append(opts, schedule.WithRetry(int(p.attempts), time.Duration(p.backoff)))
 	}
+	if p.window > 0 {
+		opts = append(opts, schedule.WithCatchUpWindow(time.Duration(p.window)*time.Second))
+	}
 	return opts
 }
 
 // aheadYears is how far ahead a task must have a time to run at.
 const aheadYears = 100
+
+// maxWindow is the longest CatchUpWindow, 100 years of 365.25 days: it
+// fits a compiled task's seconds.
+const maxWindow = Duration(aheadYears * 36525 * 24 * 36 * time.Second)
 
 // inNanos reports whether t is within the years that Unix nanoseconds
 // hold, 1678 to 2262.
@@ -270,13 +281,20 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("retry.attempts", errors.New("too many: "+strconv.Itoa(d.Retry.Attempts)))
 	case d.Retry.Backoff < 0:
 		return fail("retry.backoff", errors.New("negative: "+d.Retry.Backoff.String()))
+	case d.CatchUpWindow < 0:
+		return fail("catchUpWindow", errors.New("negative: "+d.CatchUpWindow.String()))
+	case d.CatchUpWindow%Duration(time.Second) != 0:
+		return fail("catchUpWindow", errors.New(d.CatchUpWindow.String()+" is not a whole number of seconds"))
+	case d.CatchUpWindow > maxWindow:
+		return fail("catchUpWindow", errors.New(d.CatchUpWindow.String()+" is longer than 100 years"))
 	case !d.Created.IsZero() && !inNanos(d.Created):
 		return fail("created", errors.New(d.Created.UTC().Format(time.RFC3339)+" is out of range: want a time from 1678 to 2262"))
 	}
 	c := &compiled{handler: d.Handler, businessID: d.BusinessID, spec: d.Spec, zone: d.Zone,
 		startSec: d.Start.Unix(), startNsec: int32(d.Start.Nanosecond()), endSec: d.End.Unix(), endNsec: int32(d.End.Nanosecond()),
 		permanent: d.Permanent, once: d.Once, paused: d.Paused, misfire: m, overlap: o,
-		timeout: int64(d.Timeout), attempts: int32(d.Retry.Attempts), backoff: int64(d.Retry.Backoff), seen: seen}
+		timeout: int64(d.Timeout), attempts: int32(d.Retry.Attempts), backoff: int64(d.Retry.Backoff), seen: seen,
+		window: uint32(d.CatchUpWindow / Duration(time.Second))}
 	switch {
 	case !d.Created.IsZero():
 		c.seen, c.created = d.Created.UnixNano(), true

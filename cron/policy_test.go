@@ -46,6 +46,41 @@ func TestTableTaskTimeout(t *testing.T) {
 	})
 }
 
+// A task's CatchUpWindow leaves the slots missed longer ago than it Missed:
+// three tasks created three hours before a Table first loads them, ten
+// minutes past the hour, owe the slots of the last three hours; the one
+// whose window is five minutes runs none of them, the one of fifteen
+// minutes, and the one without, the latest, as a CatchUp.
+func TestTableTaskCatchUpWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		ok := func(context.Context, string, schedule.Run) error { return nil }
+		tab := cron.NewTable(map[string]cron.Handler{"h": ok}, cron.WithLocation(time.UTC),
+			cron.WithJobOptions(schedule.WithObserver(rec.observe)))
+		time.Sleep(10 * time.Minute)
+		var tasks []cron.Task
+		for name, w := range map[string]time.Duration{"narrow": 5 * time.Minute, "wide": 15 * time.Minute, "none": 0} {
+			d := task(name, "h", "@hourly")
+			d.CatchUpWindow, d.Created = cron.Duration(w), time.Now().Add(-3*time.Hour)
+			tasks = append(tasks, d)
+		}
+		_, err := tab.Apply(context.Background(), tasks)
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		for _, ts := range tab.Tasks() {
+			if ts.Task.Name == "narrow" {
+				assert.Equal(t, cron.Duration(5*time.Minute), ts.Task.CatchUpWindow, "Tasks reports it")
+			}
+		}
+		require.NoError(t, tab.Stop(context.Background()))
+		for job, ran := range map[string]int{"narrow": 0, "wide": 1, "none": 1} {
+			assert.Len(t, rec.of(job, schedule.Succeeded), ran, job)
+			assert.Len(t, rec.of(job, schedule.Missed), 3-ran, job)
+		}
+	})
+}
+
 // A changed overlap, misfire, timeout or retry policy gives the task a new
 // job, which starts once the old one's run in flight has returned; any
 // other change keeps the job, as does a retry that changes nothing (an
@@ -59,6 +94,7 @@ func TestTablePolicyChangeMakesANewJob(t *testing.T) {
 		{"overlap", func(d *cron.Task) { d.Overlap = "buffer-one" }, true},
 		{"misfire", func(d *cron.Task) { d.Misfire = "skip" }, true},
 		{"timeout", func(d *cron.Task) { d.Timeout = cron.Duration(time.Hour) }, true},
+		{"catch-up window", func(d *cron.Task) { d.CatchUpWindow = cron.Duration(time.Hour) }, true},
 		{"retry", func(d *cron.Task) { d.Retry = cron.Retry{Attempts: 3, Backoff: cron.Duration(time.Second)} }, true},
 		{"retry of one", func(d *cron.Task) { d.Retry = cron.Retry{Attempts: 1, Backoff: cron.Duration(time.Second)} }, false},
 		{"business id", func(d *cron.Task) { d.BusinessID = "other" }, false},

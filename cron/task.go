@@ -62,6 +62,12 @@ type Task struct {
 	// Retry runs a failed slot again within its slot (schedule.WithRetry).
 	// The zero Retry means no retry, or the Table's (WithJobOptions).
 	Retry Retry `json:"retry,omitzero"`
+	// CatchUpWindow is how old a missed slot may be and still run, by
+	// the Misfire policy; an older one is Missed
+	// (schedule.WithCatchUpWindow). Zero means no window, or the Table's
+	// (WithJobOptions); it must be a whole number of seconds, from 0 to
+	// 100 years.
+	CatchUpWindow Duration `json:"catchUpWindow,omitzero"`
 	// Created is when the task was first defined: a task that has no
 	// record in the store owes the slots due after then, by its Misfire
 	// policy, as schedule.WithSince says, so that a task defined while no
@@ -209,7 +215,8 @@ func parseDuration(s string) (Duration, error) {
 //     set on a permanent task, or is before Start, or has passed;
 //   - Overlap or Misfire is not one of the names in their docs;
 //   - Timeout, Retry.Attempts or Retry.Backoff is negative; Created is
-//     outside the years 1678 to 2262;
+//     outside the years 1678 to 2262; CatchUpWindow is negative, not a
+//     whole number of seconds, or longer than 100 years;
 //   - Start is more than 100 years ahead;
 //   - Spec has no time to run at ("spec"): no time in the next 100 years
 //     after now (such as "0 0 30 2 *", February 30), or none within

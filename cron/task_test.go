@@ -48,6 +48,9 @@ func refused(now time.Time) map[string]struct {
 		"attempts":         {"retry.attempts", base(func(d *cron.Task) { d.Retry.Attempts = -1 })},
 		"backoff":          {"retry.backoff", base(func(d *cron.Task) { d.Retry = cron.Retry{Attempts: 3, Backoff: cron.Duration(-time.Second)} })},
 		"created":          {"created", base(func(d *cron.Task) { d.Created = time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC) })},
+		"window negative":  {"catchUpWindow", base(func(d *cron.Task) { d.CatchUpWindow = cron.Duration(-time.Second) })},
+		"window fraction":  {"catchUpWindow", base(func(d *cron.Task) { d.CatchUpWindow = cron.Duration(1500 * time.Millisecond) })},
+		"window too long":  {"catchUpWindow", base(func(d *cron.Task) { d.CatchUpWindow = cron.Duration(101 * 365 * 24 * time.Hour) })},
 		// Specs that have no time to run at.
 		"february 30":    {"spec", base(func(d *cron.Task) { d.Spec = "0 0 30 2 *" })},
 		"february 30 tz": {"spec", base(func(d *cron.Task) { d.Spec, d.Zone = "0 0 30 2 *", "Europe/Paris" })},
@@ -83,6 +86,7 @@ func valid(now time.Time) map[string]cron.Task {
 		"february 30 or a mon": base(func(d *cron.Task) { d.Spec = "0 0 30 2 mon" }),
 		"window ahead":         base(func(d *cron.Task) { d.Permanent, d.Start, d.End = false, now.AddDate(50, 0, 0), now.AddDate(51, 0, 0) }),
 		"retry of one":         base(func(d *cron.Task) { d.Retry.Attempts = 1 }),
+		"catch-up window":      base(func(d *cron.Task) { d.CatchUpWindow = cron.Duration(100 * 36525 * 24 * 36 * time.Second) }),
 		"created in future":    base(func(d *cron.Task) { d.Created = now.Add(time.Hour) }),
 		"every":                base(func(d *cron.Task) { d.Spec = "@every 90m" }),
 		"once, no end":         base(func(d *cron.Task) { d.Once, d.Permanent = true, false }),

@@ -26,9 +26,10 @@ func fullTask(name string) cron.Task {
 		Name: name, Handler: "mail", BusinessID: "b-1", Spec: "0 9 * * 1-5", Zone: "Europe/Paris",
 		Start: time.Date(2030, 1, 2, 3, 4, 5, 123456789, paris), End: time.Date(2031, 6, 7, 8, 9, 10, 999, paris),
 		Once: true, Overlap: "buffer-one", Misfire: "run-all",
-		Timeout: cron.Duration(90 * time.Second),
-		Retry:   cron.Retry{Attempts: 3, Backoff: cron.Duration(1500 * time.Millisecond)},
-		Created: time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC), // the store sets it
+		Timeout:       cron.Duration(90 * time.Second),
+		Retry:         cron.Retry{Attempts: 3, Backoff: cron.Duration(1500 * time.Millisecond)},
+		CatchUpWindow: cron.Duration(2 * time.Hour),
+		Created:       time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC), // the store sets it
 	}
 }
 

@@ -3,10 +3,12 @@ package sqlstore_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/circulation-go/circulation/cron"
 	"github.com/circulation-go/circulation/schedule"
 	"github.com/circulation-go/circulation/schedule/sqlstore"
 )
@@ -48,7 +50,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 		s := newStore(t, b, dsn, sqlstore.WithHistory(100, 100))
 		require.Equal(t, sqlstore.SchemaVersion(), version())
-		require.Equal(t, 4, sqlstore.SchemaVersion())
+		require.Equal(t, 5, sqlstore.SchemaVersion())
 		h, err := s.History(ctx, "j", 10)
 		require.NoError(t, err)
 		require.Len(t, h, len(wrote), "the records are kept")
@@ -82,6 +84,51 @@ func TestMigrateFromVersion1(t *testing.T) {
 		tasks, _, err := s.Definitions().Tasks(ctx)
 		require.NoError(t, err)
 		assert.Len(t, tasks, 1)
+	})
+}
+
+// A definition written by a replica of schema version 4, which knows no
+// catch-up window, reads as one without, once the table is at version 5;
+// and such a replica, which names its columns, still writes definitions.
+func TestMigrateTheCatchUpWindow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		tb := tableFor(t)
+		db := openDB(t, b.driver, dsn)
+		_, err := sqlstore.NewAtVersion(ctx, db, b.dialect, 4, sqlstore.WithTable(tb))
+		require.NoError(t, err)
+		insert := func(name string) {
+			now := "2030-01-01T00:00:00.000000Z"
+			q := `INSERT INTO ` + tb + `_tasks (name, handler, business_id, spec, zone, permanent, once, paused, overlap, misfire,
+	timeout, retry_attempts, retry_backoff, version, created_at, updated_at)
+VALUES ('` + name + `', 'h', '', '@hourly', '', true, false, false, '', '', '0s', 0, '0s', 1, '` + now + `', '` + now + `')`
+			_, err := db.Exec(q)
+			require.NoError(t, err)
+		}
+		insert("old")
+
+		s := newStore(t, b, dsn)
+		got, _, err := s.Definitions().Get(ctx, "old")
+		require.NoError(t, err)
+		assert.Zero(t, got.CatchUpWindow, "a definition of version 4 has none")
+		insert("written by version 4 after the migration")
+		got, _, err = s.Definitions().Get(ctx, "written by version 4 after the migration")
+		require.NoError(t, err)
+		assert.Zero(t, got.CatchUpWindow)
+
+		d := task("new")
+		d.CatchUpWindow = cron.Duration(90 * time.Minute)
+		_, err = s.Definitions().Create(ctx, d)
+		require.NoError(t, err)
+		got, v, err := s.Definitions().Get(ctx, "new")
+		require.NoError(t, err)
+		assert.Equal(t, cron.Duration(90*time.Minute), got.CatchUpWindow)
+		got.CatchUpWindow = cron.Duration(time.Hour)
+		_, err = s.Definitions().Update(ctx, got, v)
+		require.NoError(t, err)
+		got, _, err = s.Definitions().Get(ctx, "new")
+		require.NoError(t, err)
+		assert.Equal(t, cron.Duration(time.Hour), got.CatchUpWindow, "updated")
 	})
 }
 

@@ -70,6 +70,10 @@ func (m migration) statements(d Dialect, table string) []string {
 // Store.Nodes): one row a node, its heartbeat and when it started in Unix
 // microseconds by the database's clock, its runs in flight and its run
 // limit at its last heartbeat, and the version of this package it runs.
+//
+// Version 5: a task's catch-up window (cron.Task.CatchUpWindow), as
+// time.Duration's String, "0s" for none: the default of the rows that a
+// replica of version 4 writes.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -203,6 +207,8 @@ FROM {t}`,
 	version   TEXT    NOT NULL
 )`,
 	},
+}, {
+	all: []string{`ALTER TABLE {t}_tasks ADD COLUMN catch_up_window TEXT NOT NULL DEFAULT '0s'`},
 }}
 
 func init() {
