@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"errors"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -30,6 +31,10 @@ import (
 // not meant to be parsed. A spec gets the same description whenever
 // Describe is called, given the same tz database.
 //
+// A spec that ParseStrict refuses, such as "*/70 * * * *", is described
+// as Parse reads it ("Every hour"), with the reason it does less than it
+// seems to.
+//
 // For a spec that Parse rejects, Describe returns the error of
 // Parse(spec, time.UTC) unchanged: a *ParseError. Describe never panics,
 // and is safe for concurrent use.
@@ -38,7 +43,14 @@ func Describe(spec string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return describe(s, strings.Fields(spec)), nil
+	d := describe(s, strings.Fields(spec))
+	var pe *ParseError
+	if _, err := ParseStrict(spec, time.UTC); errors.As(err, &pe) {
+		// A spec that ParseStrict refuses, read as Parse reads it: say
+		// why it does less than it seems to.
+		d += "; in the " + pe.Field + " " + strconv.Quote(pe.Text) + ", the " + pe.Reason
+	}
+	return d, nil
 }
 
 // describe describes s, which Parse returned for a spec of the fields f.

@@ -130,7 +130,11 @@ func (fd *field) parseItem(strict bool, text, item string) (uint64, error) {
 			hi = max(fd.last(), lo) // 7/n in the day of the week: 7, Sunday
 		}
 	}
-	if strict && step > hi-lo+1 {
+	switch {
+	case !strict || step <= hi-lo+1:
+	case lo == hi:
+		return 0, fd.error(text, "step "+strconv.Itoa(step)+" has no value past "+strconv.Itoa(lo)+" to step to: only "+strconv.Itoa(lo)+" would match")
+	default:
 		return 0, fd.error(text, "step "+strconv.Itoa(step)+" is longer than the "+strconv.Itoa(hi-lo+1)+
 			" values of "+strconv.Itoa(lo)+"-"+strconv.Itoa(hi)+" it steps through: only "+strconv.Itoa(lo)+" would match")
 	}

@@ -289,6 +289,7 @@ func TestParseStrict(t *testing.T) {
 		"0 0 * * */8":        `cron: day of week "*/8": step 8 is longer than the 7 values of 0-6 it steps through: only 0 would match`,
 		"10-20/12 * * * *":   `cron: minute "10-20/12": step 12 is longer than the 11 values of 10-20 it steps through: only 10 would match`,
 		"0,50/15 * * * *":    `cron: minute "0,50/15": step 15 is longer than the 10 values of 50-59 it steps through: only 50 would match`,
+		"0 0 * * 7/2":        `cron: day of week "7/2": step 2 has no value past 7 to step to: only 7 would match`,
 		"*/99999999 * * * *": `cron: minute "*/99999999": step 99999999 is longer than the 60 values of 0-59 it steps through: only 0 would match`,
 	} {
 		_, err := cron.ParseStrict(spec, time.UTC)
