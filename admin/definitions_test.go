@@ -50,7 +50,7 @@ func TestCreateEditDelete(t *testing.T) {
 		page = f.get("/jobs/edit?name=shop+1")
 		require.Equal(t, 200, page.status)
 		for _, want := range []string{`name="version" value="1"`, `value="0 9 * * 1-5"`, `value="Europe/Paris"`,
-			`<option value="buffer-one" selected>`, `<option value="skip" selected>`, `value="1m30s"`, `value="2h0m0s"`, "At 09:00 in Europe/Paris"} {
+			`<option value="buffer-one" selected>`, `<option value="buffer-all">`, `<option value="skip" selected>`, `value="1m30s"`, `value="2h0m0s"`, "At 09:00 in Europe/Paris"} {
 			assert.Contains(t, page.body, want)
 		}
 

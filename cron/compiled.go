@@ -25,6 +25,7 @@ var overlaps = map[string]schedule.Overlap{
 	"buffer-one": schedule.OverlapBufferOne,
 	"replace":    schedule.OverlapReplace,
 	"allow":      schedule.OverlapAllow,
+	"buffer-all": schedule.OverlapBufferAll,
 }
 
 // overlapNames are the names of the Overlap policies in a Task.
@@ -33,6 +34,7 @@ var overlapNames = map[schedule.Overlap]string{
 	schedule.OverlapBufferOne: "buffer-one",
 	schedule.OverlapReplace:   "replace",
 	schedule.OverlapAllow:     "allow",
+	schedule.OverlapBufferAll: "buffer-all",
 }
 
 var misfires = map[string]schedule.Misfire{
@@ -270,7 +272,7 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 	}
 	o, ok := overlaps[d.Overlap]
 	if !ok {
-		return fail("overlap", errors.New("unknown policy "+strconv.Quote(clip(d.Overlap))+"; want skip, buffer-one, replace or allow"))
+		return fail("overlap", errors.New("unknown policy "+strconv.Quote(clip(d.Overlap))+"; want skip, buffer-one, buffer-all, replace or allow"))
 	}
 	switch {
 	case d.Timeout < 0:

@@ -92,6 +92,7 @@ func TestTablePolicyChangeMakesANewJob(t *testing.T) {
 		newJob bool
 	}{
 		{"overlap", func(d *cron.Task) { d.Overlap = "buffer-one" }, true},
+		{"overlap buffer-all", func(d *cron.Task) { d.Overlap = "buffer-all" }, true},
 		{"misfire", func(d *cron.Task) { d.Misfire = "skip" }, true},
 		{"timeout", func(d *cron.Task) { d.Timeout = cron.Duration(time.Hour) }, true},
 		{"catch-up window", func(d *cron.Task) { d.CatchUpWindow = cron.Duration(time.Hour) }, true},

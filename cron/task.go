@@ -48,8 +48,9 @@ type Task struct {
 	Paused bool `json:"paused,omitempty"`
 	// Overlap says what happens when a slot falls due while a run of the
 	// task is in flight: "skip" (the default, schedule.OverlapSkip),
-	// "buffer-one" (schedule.OverlapBufferOne), "replace"
-	// (schedule.OverlapReplace) or "allow" (schedule.OverlapAllow).
+	// "buffer-one" (schedule.OverlapBufferOne), "buffer-all"
+	// (schedule.OverlapBufferAll), "replace" (schedule.OverlapReplace) or
+	// "allow" (schedule.OverlapAllow).
 	Overlap string `json:"overlap,omitempty"`
 	// Misfire is the missed-run policy: "run-once" (the default,
 	// schedule.MisfireRunOnce), "skip" (schedule.MisfireSkip) or "run-all"

@@ -86,6 +86,7 @@ func valid(now time.Time) map[string]cron.Task {
 		"february 30 or a mon": base(func(d *cron.Task) { d.Spec = "0 0 30 2 mon" }),
 		"window ahead":         base(func(d *cron.Task) { d.Permanent, d.Start, d.End = false, now.AddDate(50, 0, 0), now.AddDate(51, 0, 0) }),
 		"retry of one":         base(func(d *cron.Task) { d.Retry.Attempts = 1 }),
+		"buffer-all":           base(func(d *cron.Task) { d.Overlap = "buffer-all" }),
 		"catch-up window":      base(func(d *cron.Task) { d.CatchUpWindow = cron.Duration(100 * 36525 * 24 * 36 * time.Second) }),
 		"created in future":    base(func(d *cron.Task) { d.Created = now.Add(time.Hour) }),
 		"every":                base(func(d *cron.Task) { d.Spec = "@every 90m" }),

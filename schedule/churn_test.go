@@ -36,7 +36,7 @@ func TestControlStress(t *testing.T) {
 		},
 	}
 	for name, mk := range scheds {
-		for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace} {
+		for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapBufferAll} {
 			t.Run(fmt.Sprintf("%s/%v", name, o), func(t *testing.T) {
 				t.Parallel()
 				controlStress(t, mk(t), o)

@@ -20,8 +20,8 @@ import (
 //
 // On a SharedStore, a claim the store refuses because the job's runs in
 // flight on other nodes are at its limit (ErrBusy) is Skipped under
-// OverlapSkip and OverlapAllow, and waits under OverlapBufferOne and
-// OverlapReplace until the job is free, claiming again after a growing
+// OverlapSkip and OverlapAllow, and waits under OverlapBufferOne,
+// OverlapBufferAll and OverlapReplace until the job is free, claiming again after a growing
 // pause, until the claim succeeds, another node claims the slot, or a
 // newer slot supersedes it (the run's context ends).
 //
@@ -64,7 +64,7 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 				x.owe(j, &p.run)
 				return false, false
 			}
-			if o := j.cfg.overlap; o == OverlapBufferOne || o == OverlapReplace {
+			if o := j.cfg.overlap; o == OverlapBufferOne || o == OverlapReplace || o == OverlapBufferAll {
 				if wait == 0 {
 					j.waiting(x, p, true)
 				}

@@ -86,6 +86,21 @@ func TestClusterOverlapBufferOne(t *testing.T) {
 		"6s Skipped", "7s Skipped", "8s Canceled", "9s Skipped"}, slots, "10s, buffered, is dropped by Stop: another node may run it")
 }
 
+// Under OverlapBufferAll across three Jobs, every slot that fell due
+// during a run runs after it, one after another, in the order they fell
+// due, whichever Job runs each; none runs twice, and none beside another.
+func TestClusterOverlapBufferAll(t *testing.T) {
+	maxRun, starts, slots := overlapScenario(t, 2400*time.Millisecond, 10500*time.Millisecond,
+		schedule.WithOverlap(schedule.OverlapBufferAll))
+	assert.Equal(t, 1, maxRun, "runs in flight at once: %v", starts)
+	var dues []string
+	for _, s := range starts {
+		dues = append(dues, s[strings.LastIndex(s, " ")+1:])
+	}
+	assert.Equal(t, []string{"1s", "2s", "3s", "4s"}, dues, "each slot in turn: %v", starts)
+	assert.Equal(t, []string{"1s Succeeded", "2s Succeeded", "3s Succeeded", "4s Canceled"}, slots[:4])
+}
+
 // Under OverlapAllow with WithMaxParallel(2), three Jobs never have more
 // than two runs in flight between them, and the slots over the limit are
 // Skipped.

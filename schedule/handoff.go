@@ -155,9 +155,11 @@ func (l *RunLimit) handOff() {
 // the store found claimed are the owner's, and end with no record, as do
 // those of a job stopped or paused meanwhile; the others go to the
 // overlap policy, marked handed, as slots that have just fallen due, but
-// for a policy other than OverlapAllow, they are Skipped if a newer run
-// was handed meanwhile (a RunNow, a slot of a schedule changed): an older
-// slot does not replace it, nor take its place in the buffer.
+// for a policy other than OverlapAllow and OverlapBufferAll, they are
+// Skipped if a newer run was handed meanwhile (a RunNow, a slot of a
+// schedule changed): an older slot does not replace it, nor take its
+// place in the buffer of one. Under OverlapBufferAll they join the
+// buffer.
 func (j *Job) unhold(w *waiting) {
 	j.mu.Lock()
 	x := j.x
@@ -173,7 +175,7 @@ func (j *Job) unhold(w *waiting) {
 	}
 	runs := w.batch
 	var obs []Record
-	if x.handed.After(runs[len(runs)-1].run.Due) && j.cfg.overlap != OverlapAllow {
+	if o := j.cfg.overlap; x.handed.After(runs[len(runs)-1].run.Due) && o != OverlapAllow && o != OverlapBufferAll {
 		for _, p := range runs {
 			obs = append(obs, j.drop(p, errOverlap))
 		}

@@ -198,6 +198,7 @@ var (
 	errShutdown = errors.New("schedule: job shut down")
 	errPaused   = errors.New("schedule: job paused")
 	errOverlap  = errors.New("schedule: a run is in flight")
+	errFull     = errors.New("schedule: a run is in flight, and the buffer is full (OverlapBufferAll, WithBufferLimit)")
 )
 
 // wake is the callback of the job's timer: it wakes at each slot, hands

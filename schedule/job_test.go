@@ -91,6 +91,33 @@ func TestOverlapBufferOne(t *testing.T) {
 	})
 }
 
+// Under OverlapBufferAll every slot that falls due meanwhile runs after
+// the run in flight, in order, up to the buffer's limit: past it, the slot
+// is Skipped, says why, and is kept in the store.
+func TestOverlapBufferAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := schedule.NewMemoryStore(100)
+		l := overlapStory(t, schedule.WithOverlap(schedule.OverlapBufferAll), schedule.WithBufferLimit(2), schedule.WithStore(store))
+		assert.Equal(t, []string{
+			"10s Succeeded Scheduled 10s-35s", // 20s and 30s wait meanwhile
+			"50s Skipped Scheduled",           // 30s and 40s wait: the buffer is full
+			"30s Skipped Scheduled",           // buffered, dropped by Stop
+			"40s Skipped Scheduled",
+			"20s Canceled Scheduled 35s-58s",
+		}, l.summary())
+		assert.Equal(t, 1, l.maxRun)
+		assert.Contains(t, l.recs()[1].Err, "the buffer is full")
+		h, err := store.History(context.Background(), "j", 10)
+		require.NoError(t, err)
+		var kept []string
+		for _, r := range h {
+			kept = append(kept, since(r.Due)+" "+r.Status.String())
+		}
+		assert.Equal(t, []string{"50s Skipped", "20s Canceled", "10s Succeeded"}, kept,
+			"the slot the full buffer Skipped is kept; those dropped by Stop are not, another node may run them")
+	})
+}
+
 func TestOverlapReplace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := overlapStory(t, schedule.WithOverlap(schedule.OverlapReplace))

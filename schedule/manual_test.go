@@ -35,7 +35,7 @@ func TestRunNowTwiceAtOneInstant(t *testing.T) {
 // A RunNow at the very time of a slot, before or after the job's timer
 // handled it, runs besides the slot.
 func TestRunNowAtASlot(t *testing.T) {
-	for _, o := range []schedule.Overlap{schedule.OverlapAllow, schedule.OverlapBufferOne} {
+	for _, o := range []schedule.Overlap{schedule.OverlapAllow, schedule.OverlapBufferOne, schedule.OverlapBufferAll} {
 		for tn, ts := range timers {
 			t.Run(o.String()+"/"+tn, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {

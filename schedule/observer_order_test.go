@@ -17,7 +17,7 @@ import (
 // the Observer one at a time, in the order of the runs, even when the
 // Observer is slow and the next run ends before it returns.
 func TestRunRecordsReachTheObserverInOrder(t *testing.T) {
-	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace} {
+	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapBufferAll} {
 		t.Run(o.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var mu sync.Mutex

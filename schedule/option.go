@@ -45,9 +45,17 @@ const (
 	// the limit is Skipped. k8s CronJob concurrencyPolicy Allow; Temporal
 	// SCHEDULE_OVERLAP_POLICY_ALLOW_ALL.
 	OverlapAllow
+	// OverlapBufferAll: every slot that falls due while a run is in
+	// flight runs after it, one after another, in the order they fell
+	// due, on whichever Job is free first, up to WithBufferLimit slots
+	// waiting (100 by default); a slot that finds the buffer full is
+	// Skipped. RunNow waits its turn too. A slot handed back by its owner
+	// after its hand-off (Sharer) joins the buffer then. Temporal
+	// SCHEDULE_OVERLAP_POLICY_BUFFER_ALL.
+	OverlapBufferAll
 )
 
-var overlapNames = [...]string{"OverlapSkip", "OverlapBufferOne", "OverlapReplace", "OverlapAllow"}
+var overlapNames = [...]string{"OverlapSkip", "OverlapBufferOne", "OverlapReplace", "OverlapAllow", "OverlapBufferAll"}
 
 func (o Overlap) String() string {
 	if int(o) < len(overlapNames) {
@@ -107,6 +115,7 @@ type config struct {
 	misfire     Misfire
 	maxParallel int
 	catchUp     int
+	buffer      int           // WithBufferLimit's, 0 for the default
 	window      time.Duration // WithCatchUpWindow's, 0 for none
 	grace       time.Duration
 	timeout     time.Duration
@@ -135,7 +144,7 @@ var defaultConfig = &config{grace: defaultGrace, catchUp: defaultCatchUp, retry:
 func (c *config) isDefault() bool {
 	d := defaultConfig
 	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
-		c.catchUp == d.catchUp && c.window == d.window && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
+		c.catchUp == d.catchUp && c.buffer == d.buffer && c.window == d.window && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
 		c.attempts == d.attempts && c.backoff == d.backoff && c.since.IsZero() &&
 		c.store == nil && c.node == "" && c.observer == nil && c.limit == nil && !c.limitSet
 }
@@ -194,7 +203,7 @@ func (c *config) limitFromStore() {
 // WithOverlap sets the policy for a slot that falls due while a run is in
 // flight (default OverlapSkip). It panics on an unknown Overlap.
 func WithOverlap(o Overlap) Option {
-	if o > OverlapAllow {
+	if o > OverlapBufferAll {
 		panic(fmt.Sprintf("schedule: WithOverlap(%d): unknown overlap policy", o))
 	}
 	return optionFunc(func(c *config) { c.overlap = o })
@@ -231,6 +240,24 @@ func WithGrace(d time.Duration) Option {
 // after one gap (default 100). An n < 1 means 1.
 func WithCatchUpLimit(n int) Option {
 	return optionFunc(func(c *config) { c.catchUp = max(n, 1) })
+}
+
+// WithBufferLimit sets how many slots may wait for their turn under
+// OverlapBufferAll (default 100): a slot that falls due while n wait is
+// Skipped. An n < 1 means 1.
+func WithBufferLimit(n int) Option {
+	return optionFunc(func(c *config) { c.buffer = max(n, 1) })
+}
+
+// defaultBuffer is the default of WithBufferLimit.
+const defaultBuffer = 100
+
+// bufferLimit returns the bound of OverlapBufferAll's buffer.
+func (c *config) bufferLimit() int {
+	if c.buffer == 0 {
+		return defaultBuffer
+	}
+	return c.buffer
 }
 
 // WithCatchUpWindow sets how old a missed slot may be and still run: a

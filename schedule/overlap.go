@@ -87,6 +87,14 @@ func (j *Job) submitLocked(runs []pending, obs []Record) []Record {
 		} else {
 			x.queue = append(x.queue, p)
 		}
+	case OverlapBufferAll:
+		for _, p := range runs {
+			if len(x.queue) >= c.bufferLimit() {
+				obs = append(obs, j.drop(p, errFull))
+				continue
+			}
+			x.queue = append(x.queue, p)
+		}
 	case OverlapReplace:
 		for _, f := range x.runs {
 			if !f.recovered { // a Recovered run is not replaced: the new runs wait for it

@@ -145,7 +145,7 @@ func (s *emptyReclaimStore) Reclaim(ctx context.Context, job, node string, c sch
 // wait, under every overlap policy: the job was free, and a slot is not
 // skipped for a claim that was not taken over.
 func TestReclaimFindingNothingRunsTheHeldSlot(t *testing.T) {
-	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow} {
+	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow, schedule.OverlapBufferAll} {
 		t.Run(o.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var l journal
@@ -365,7 +365,7 @@ func TestRunAttempt(t *testing.T) {
 // over; exactly-once is asserted for the slots none of whose started runs
 // lost its lease, which must be most of them.
 func TestReclaimStress(t *testing.T) {
-	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow} {
+	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow, schedule.OverlapBufferAll} {
 		t.Run(o.String(), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {

@@ -186,7 +186,7 @@ func TestStoreDownAtStart(t *testing.T) {
 // is claimed (and run, unless replaced or stopped before it started) or
 // reported Skipped or Missed by both.
 func TestReplicasStress(t *testing.T) {
-	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow} {
+	for _, o := range []schedule.Overlap{schedule.OverlapSkip, schedule.OverlapBufferOne, schedule.OverlapReplace, schedule.OverlapAllow, schedule.OverlapBufferAll} {
 		t.Run(o.String(), func(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex

@@ -113,7 +113,7 @@ func kept(r *Record) bool {
 		return false
 	}
 	switch r.Err {
-	case errOverlap.Error(), ErrReplaced.Error(), ErrBusy.Error():
+	case errOverlap.Error(), errFull.Error(), ErrReplaced.Error(), ErrBusy.Error():
 		return true
 	}
 	return false

@@ -208,7 +208,7 @@ func scenarios(t testing.TB) []scenario {
 		},
 	}, {
 		issue:  "#676",
-		expect: "a singleton job in wait mode queues every overlapping slot and runs all six, late (LimitModeWait)",
+		expect: "a singleton job in wait mode queues every overlapping slot and runs all six, late (LimitModeWait; OverlapBufferAll)",
 		gocron: func() (bool, string) {
 			var s starts
 			s.begin = time.Now()
@@ -224,7 +224,19 @@ func scenarios(t testing.TB) []scenario {
 			_ = g.Shutdown()
 			return s.n() == 6 && s.most == 1, s.String()
 		},
-		schedule: nil, // no policy queues every slot: OverlapBufferOne keeps the latest
+		schedule: func() (bool, string) {
+			var s starts
+			s.begin = time.Now()
+			times := []time.Time{}
+			for i := range 6 {
+				times = append(times, s.begin.Add(time.Duration(i+1)*u))
+			}
+			j := job("676", schedule.At(times...), s.task(func(int) time.Duration { return 3 * u / 2 }),
+				schedule.WithOverlap(schedule.OverlapBufferAll))
+			time.Sleep(12 * u)
+			_ = j.Stop(context.Background())
+			return s.n() == 6 && s.most == 1, s.String()
+		},
 	}, {
 		issue:  "#773",
 		expect: "a one-time job at 3, 6 and 15 whose runs take 10, in wait mode, runs all three (LimitModeWait; OverlapBufferOne)",

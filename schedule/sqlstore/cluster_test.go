@@ -33,6 +33,7 @@ type replicaConfig struct {
 
 	Overlap     string        // the overlap policy, as a Task names it; OverlapAllow if empty
 	MaxParallel int           // WithMaxParallel
+	Buffer      int           // WithBufferLimit, if not zero
 	Shutdown    time.Duration // at the end, Shutdown with this much grace, if not zero; Stop otherwise
 	Mutant      string        // a name of sqlstore.Mutants: the replicas run a broken store
 	Race        bool          // WithSharing(false): the replicas race for every slot
@@ -89,7 +90,7 @@ func replica() error {
 	overlap := schedule.OverlapAllow
 	if c.Overlap != "" {
 		o, ok := map[string]schedule.Overlap{"skip": schedule.OverlapSkip, "buffer-one": schedule.OverlapBufferOne,
-			"replace": schedule.OverlapReplace, "allow": schedule.OverlapAllow}[c.Overlap]
+			"replace": schedule.OverlapReplace, "allow": schedule.OverlapAllow, "buffer-all": schedule.OverlapBufferAll}[c.Overlap]
 		if !ok {
 			return fmt.Errorf("unknown overlap %q", c.Overlap)
 		}
@@ -104,6 +105,9 @@ func replica() error {
 				fmt.Fprintf(os.Stderr, "%v %v: %s\n", r.Due.UTC().Format("15:04:05.0"), r.Status, r.Err)
 			}
 		}),
+	}
+	if c.Buffer > 0 {
+		opts = append(opts, schedule.WithBufferLimit(c.Buffer))
 	}
 	if c.Grace != 0 {
 		opts = append(opts, schedule.WithGrace(c.Grace))

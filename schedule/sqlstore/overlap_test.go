@@ -55,11 +55,18 @@ func mostInFlight(events []event) int {
 // from the store. With race, the replicas race for every slot
 // (WithSharing(false)): had the job's owner claimed each slot first, the
 // others' claims, a hand-off later, would find the slot recorded, and the
-// count of the job's runs on other replicas would be left untried.
+// count of the job's runs on other replicas would be left untried. Under
+// buffer-all, each replica buffers one slot at most, so that the slots
+// that do not fit are Skipped within the 3 s, and the buffers hold no
+// slot of the second before the stop, whose slots are not checked.
 func overlapCluster(t *testing.T, b backend, overlap string, maxParallel int, mutant string, race bool) (most int, fates map[schedule.Status]int) {
+	buffer := 0
+	if overlap == "buffer-all" {
+		buffer = 1
+	}
 	c := newCluster(t, b, replicaConfig{Every: 300 * time.Millisecond, Lease: 2 * time.Second, Misfire: schedule.MisfireRunOnce,
 		MinRun: 700 * time.Millisecond, MaxRun: 700 * time.Millisecond, Overlap: overlap, MaxParallel: maxParallel, Mutant: mutant,
-		Race: race})
+		Race: race, Buffer: buffer})
 	for i := range 3 {
 		c.start(fmt.Sprint("n", i))
 	}
@@ -100,7 +107,7 @@ func TestOverlapAcrossReplicas(t *testing.T) {
 		most        int
 		share       bool // the replicas share the job (the default), not race for it
 	}{
-		{"skip", 0, 1, false}, {"buffer-one", 0, 1, false}, {"replace", 0, 1, false}, {"allow", 2, 2, false},
+		{"skip", 0, 1, false}, {"buffer-one", 0, 1, false}, {"buffer-all", 0, 1, false}, {"replace", 0, 1, false}, {"allow", 2, 2, false},
 		{"skip", 0, 1, true},
 	} {
 		t.Run(fmt.Sprintf("%s/%d/share=%v", tc.overlap, tc.maxParallel, tc.share), func(t *testing.T) {
