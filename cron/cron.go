@@ -104,12 +104,13 @@ func Parse(spec string, loc *time.Location) (schedule.Schedule, error) {
 }
 
 // ParseStrict is Parse for specs that users type. It refuses, with a
-// *ParseError naming the field, a step longer than the values it steps
-// through, which Parse reads as ISC cron does, although its author seldom
-// meant what it does: only the first of the values matches. So
-// "*/70 * * * *" and "0 */90 * * * *" run every hour, at minute 0, and
-// "10-20/30" is 10 alone. A step as long as its values, "*/60" in the
-// minutes, is hourly, and is accepted.
+// *ParseError naming the field, a step that only the first of the values
+// it steps through would match, which Parse reads as ISC cron does,
+// although its author seldom meant what it does: a step longer than its
+// values, such as "*/70 * * * *" and "0 */90 * * * *", which run every
+// hour, at minute 0, or, in a range written out, as long as them, such
+// as "10-20/11" or "MON-FRI/5", 10 alone and Monday alone. A step as long
+// as the values of *, "*/60" in the minutes, is hourly, and is accepted.
 //
 // Task.Validate, and so a store of definitions and the admin page, reads
 // a task's spec with ParseStrict; a Table loads it with Parse, so that a

@@ -130,13 +130,10 @@ func (fd *field) parseItem(strict bool, text, item string) (uint64, error) {
 			hi = max(fd.last(), lo) // 7/n in the day of the week: 7, Sunday
 		}
 	}
-	switch {
-	case !strict || step <= hi-lo+1:
-	case lo == hi:
-		return 0, fd.error(text, "step "+strconv.Itoa(step)+" has no value past "+strconv.Itoa(lo)+" to step to: only "+strconv.Itoa(lo)+" would match")
-	default:
-		return 0, fd.error(text, "step "+strconv.Itoa(step)+" is longer than the "+strconv.Itoa(hi-lo+1)+
-			" values of "+strconv.Itoa(lo)+"-"+strconv.Itoa(hi)+" it steps through: only "+strconv.Itoa(lo)+" would match")
+	if strict {
+		if err := fd.strictStep(text, rng, lo, hi, step); err != nil {
+			return 0, err
+		}
 	}
 	step = min(step, fd.max+1) // a longer step has the same values: the first
 	var bits uint64
@@ -144,6 +141,30 @@ func (fd *field) parseItem(strict bool, text, item string) (uint64, error) {
 		bits |= 1 << v
 	}
 	return bits, nil
+}
+
+// strictStep refuses, for ParseStrict, a step that only the first value
+// of lo-hi would match: one longer than its values, or, in a range or
+// start written out (not *), as long as them. "*/60" in the minutes is
+// every hour, as its author means; "10-20/11" is 10 alone. A day of the
+// week range through 7 counts Sunday once.
+func (fd *field) strictStep(text, rng string, lo, hi, step int) error {
+	values := hi - lo + 1
+	if fd == &dows && lo == 0 && hi == 7 {
+		values = 7
+	}
+	star := rng == "*" || rng == "?"
+	switch {
+	case values == 1 && step > 1:
+		return fd.error(text, "step "+strconv.Itoa(step)+" has no value past "+strconv.Itoa(lo)+" to step to: only "+strconv.Itoa(lo)+" would match")
+	case step > values:
+		return fd.error(text, "step "+strconv.Itoa(step)+" is longer than the "+strconv.Itoa(values)+
+			" values of "+strconv.Itoa(lo)+"-"+strconv.Itoa(hi)+" it steps through: only "+strconv.Itoa(lo)+" would match")
+	case step == values && values > 1 && !star:
+		return fd.error(text, "step "+strconv.Itoa(step)+" is as long as the "+strconv.Itoa(values)+
+			" values of "+strconv.Itoa(lo)+"-"+strconv.Itoa(hi)+" it steps through: only "+strconv.Itoa(lo)+" would match")
+	}
+	return nil
 }
 
 // value parses a number or name of the field.

@@ -225,7 +225,8 @@ func parseDuration(s string) (Duration, error) {
 //     must exist, within 100 years of its anchor, and not after End; it
 //     may have passed already: a job with no record owes it by its Misfire
 //     policy (run-once and run-all run it at once, skip records it
-//     Missed), so a Once task loaded after its time still runs once.
+//     Missed), so a Once task loaded after its time still runs once,
+//     unless its CatchUpWindow has passed.
 //
 // A Table loads a spec with Parse, not ParseStrict, so that a definition
 // saved before it was refused runs as it did.

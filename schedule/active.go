@@ -65,7 +65,9 @@ func (x *active) rareLocked() *rare {
 
 // tidyRareLocked drops x.r once it holds nothing, so that a job that
 // waited its turn in a herd costs no more, afterwards, than one that did
-// not. The caller holds the job's lock.
+// not. A rare whose claims counter has counted is kept for good: a Reclaim
+// still on its way back carries its number, which must not match a new
+// rare's count from zero. The caller holds the job's lock.
 func (x *active) tidyRareLocked() {
 	r := x.r
 	if r == nil || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 || r.recover != nil ||
@@ -82,7 +84,7 @@ type flight struct {
 	due       time.Time // its run's slot; its catch-up runs come first
 	cancel    context.CancelCauseFunc
 	recovered bool // a claim taken over from another node: OverlapReplace does not cancel it
-	waiting   bool // not claimed yet: its job's runs in flight on other nodes are at the limit (OverlapBufferOne, OverlapReplace)
+	waiting   bool // not claimed yet: its job's runs in flight on other nodes are at the limit (OverlapBufferOne, OverlapBufferAll, OverlapReplace)
 }
 
 // A pending run is one a runner will start: a slot, or a claim a SharedStore

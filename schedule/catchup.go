@@ -88,9 +88,15 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 		return // owed from before a pause or a new schedule: not caught up
 	}
 	if w := j.cfg.window; w > 0 {
-		// The slots older than the catch-up window were reported when
-		// they fell due, and are not run.
+		// The slots older than the catch-up window are not run: they
+		// were reported Skipped when their claims failed, and are now
+		// Missed, up to maxNoted of them.
 		if from := time.Now().Add(-w); missed.Before(from) {
+			var obs []Record
+			for t := missed; !t.IsZero() && t.Before(from) && t.Before(due) && len(obs) < maxNoted; t = next(sched, t) {
+				obs = append(obs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
+			}
+			j.observe(obs)
 			missed = from
 		}
 	}
@@ -192,7 +198,7 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 	if r.gap.Equal(gap) && j.state == jobStarted {
 		r.gap, r.gapSched = time.Time{}, nil
 		if first := next(sched, last); !last.IsZero() && !first.IsZero() && !first.After(gap) {
-			obs = j.dueLocked(sched, first, gap)
+			obs = j.dueAtLocked(sched, first, gap, time.Now().Round(0))
 		}
 	}
 	j.mu.Unlock()

@@ -21,9 +21,10 @@ import (
 // On a SharedStore, a claim the store refuses because the job's runs in
 // flight on other nodes are at its limit (ErrBusy) is Skipped under
 // OverlapSkip and OverlapAllow, and waits under OverlapBufferOne,
-// OverlapBufferAll and OverlapReplace until the job is free, claiming again after a growing
-// pause, until the claim succeeds, another node claims the slot, or a
-// newer slot supersedes it (the run's context ends).
+// OverlapBufferAll and OverlapReplace until the job is free, claiming
+// again after a growing pause, until the claim succeeds, another node
+// claims the slot, or a newer slot supersedes it (the run's context ends;
+// never under OverlapBufferAll, whose newer slots wait behind it).
 //
 // begin returns before the Func runs, so that the Func runs on a stack
 // that holds none of its frames: most Funcs then run without growing

@@ -163,6 +163,7 @@ func TestClusterMutants(t *testing.T) {
 	}{
 		{"OverlapSkip", nil},
 		{"OverlapBufferOne", []schedule.Option{schedule.WithOverlap(schedule.OverlapBufferOne)}},
+		{"OverlapBufferAll", []schedule.Option{schedule.WithOverlap(schedule.OverlapBufferAll)}},
 		{"MaxParallel(1)", []schedule.Option{schedule.WithOverlap(schedule.OverlapAllow), schedule.WithMaxParallel(1)}},
 	} {
 		maxRun, _, _ := overlapScenario(t, 2500*time.Millisecond, 15500*time.Millisecond, tc.opts...)

@@ -12,7 +12,35 @@ func (c *config) scanLimit() int { return max(c.catchUp, 1000) }
 // says which of them run. It returns the records of the slots that do not
 // run; the others go to submitLocked.
 func (j *Job) dueLocked(sched Schedule, first, now time.Time) []Record {
+	return j.dueAtLocked(sched, first, now, now)
+}
+
+// dueAtLocked is dueLocked, with the slots older than the catch-up window
+// at at, not at now, Missed: a Start whose store was down hands the slots
+// it missed once the store answers, on time as at the Start, but as old
+// as they are by then.
+func (j *Job) dueAtLocked(sched Schedule, first, now, at time.Time) []Record {
 	c := j.cfg
+	var obs []Record
+	miss := func(ts ...time.Time) {
+		for _, t := range ts {
+			obs = append(obs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
+		}
+	}
+	stale := false // every slot from first to now is older than the window
+	if cut := at.Add(-c.window); c.window > 0 && first.Before(cut) {
+		// The slots older than the catch-up window are Missed whatever
+		// the policy, reported as a gap's are, up to the scan limit; the
+		// policy takes over at the first slot within the window.
+		if from := next(sched, cut.Add(-1)); !from.IsZero() && !from.After(now) {
+			head, latest := dueSlots(sched, first, from.Add(-1), c.scanLimit())
+			miss(head...)
+			miss(latest)
+			first = from
+		} else {
+			stale = true
+		}
+	}
 	head, latest := dueSlots(sched, first, now, c.scanLimit())
 	missed := head
 	onTime := now.Sub(latest) <= c.grace
@@ -20,36 +48,22 @@ func (j *Job) dueLocked(sched Schedule, first, now time.Time) []Record {
 		missed = append(missed, latest)
 	}
 	var run []pending
-	var obs []Record
-	miss := func(ts []time.Time) {
-		for _, t := range ts {
-			obs = append(obs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
-		}
-	}
-	// The slots older than the catch-up window, the oldest, are Missed
-	// whatever the policy.
-	k := 0
-	for k < len(missed) && c.stale(missed[k], now) {
-		k++
-	}
-	miss(missed[:k])
-	missed = missed[k:]
-	switch c.misfire {
-	case MisfireSkip:
-		miss(missed)
-	case MisfireRunOnce:
-		if !onTime && len(missed) > 0 {
-			miss(missed[:len(missed)-1])
+	switch {
+	case stale || c.misfire == MisfireSkip:
+		miss(missed...)
+	case c.misfire == MisfireRunOnce:
+		if !onTime {
+			miss(missed[:len(missed)-1]...)
 			run = append(run, pending{run: Run{Job: j.name, Due: latest, Reason: CatchUp}})
 		} else {
-			miss(missed)
+			miss(missed...)
 		}
-	case MisfireRunAll:
+	case c.misfire == MisfireRunAll:
 		n := min(len(missed), c.catchUp)
 		for _, t := range missed[:n] {
 			run = append(run, pending{run: Run{Job: j.name, Due: t, Reason: CatchUp}})
 		}
-		miss(missed[n:])
+		miss(missed[n:]...)
 	}
 	if onTime {
 		run = append(run, pending{run: Run{Job: j.name, Due: latest, Reason: Scheduled}})

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -113,6 +114,67 @@ func TestCatchUpWindow(t *testing.T) {
 			})
 		})
 	}
+}
+
+// After a gap longer than the scan limit, a catch-up window still runs
+// the slots within it: a job every minute, down for a day, with a window
+// of an hour, runs the last hour's slots under MisfireRunAll, and reports
+// the older ones Missed, up to the scan limit.
+func TestCatchUpWindowAfterALongGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := schedule.NewMemoryStore(100)
+		succeeded(t, store, at(0))
+		time.Sleep(24*time.Hour + 30*time.Second)
+		j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(time.Millisecond), schedule.WithStore(store),
+			schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithCatchUpWindow(time.Hour))
+		start(t, j)
+		time.Sleep(10 * time.Second)
+		stop(t, j)
+		var ran, missed []time.Time
+		for _, r := range l.recs() {
+			switch r.Status {
+			case schedule.Succeeded:
+				ran = append(ran, r.Due)
+			case schedule.Missed:
+				missed = append(missed, r.Due)
+			}
+		}
+		require.Len(t, ran, 60, "the slots of the last hour")
+		assert.Equal(t, at(23*time.Hour+time.Minute), ran[0])
+		assert.Equal(t, at(24*time.Hour), ran[59])
+		assert.Len(t, missed, 1001, "the scan limit's, and the latest before the window")
+		assert.Equal(t, at(23*time.Hour), missed[len(missed)-1], "older than the window by 30s")
+	})
+}
+
+// After a Start whose store was down, the slots it missed are as old as
+// they are when the store answers: a window of an hour leaves them Missed
+// once the store is back three hours later, though they were within it at
+// the Start.
+func TestCatchUpWindowAfterAStartOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+		succeeded(t, store.MemoryStore, at(10*time.Minute))
+		time.Sleep(75 * time.Minute) // down since 10m: the slots of 20m to 1h10m missed
+		store.set(func(s *scriptedStore) { s.lastDown = true })
+		j := schedule.NewJob("j", schedule.Every(10*time.Minute), l.work(time.Second), schedule.WithStore(store),
+			schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithCatchUpWindow(time.Hour))
+		start(t, j)
+		time.Sleep(3 * time.Hour)
+		store.set(func(s *scriptedStore) { s.lastDown = false })
+		time.Sleep(time.Hour)
+		stop(t, j)
+		var before []string
+		for _, r := range l.recs() {
+			if r.Due.Before(at(75 * time.Minute)) {
+				before = append(before, since(r.Due)+" "+r.Status.String())
+			}
+		}
+		slices.Sort(before)
+		assert.Equal(t, []string{"1h0m0s Missed", "1h10m0s Missed", "20m0s Missed", "30m0s Missed", "40m0s Missed", "50m0s Missed"}, before)
+	})
 }
 
 // A job with no record catches up nothing.

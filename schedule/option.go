@@ -49,9 +49,15 @@ const (
 	// flight runs after it, one after another, in the order they fell
 	// due, on whichever Job is free first, up to WithBufferLimit slots
 	// waiting (100 by default); a slot that finds the buffer full is
-	// Skipped. RunNow waits its turn too. A slot handed back by its owner
-	// after its hand-off (Sharer) joins the buffer then. Temporal
-	// SCHEDULE_OVERLAP_POLICY_BUFFER_ALL.
+	// Skipped, in the store too. RunNow waits its turn too. A slot handed
+	// back by its owner after its hand-off (Sharer) joins the buffer then.
+	// The runs of a catch-up (MisfireRunAll) are queued whole, up to the
+	// catch-up limit, and count toward the buffer while they wait. A job
+	// whose runs keep overstaying their period keeps its buffer full and
+	// is never free: like any busy job it takes over no expired claim of
+	// its name until it is free, and on a SharedStore a runner that waits
+	// for another node's run keeps its place in the RunLimit meanwhile.
+	// Temporal SCHEDULE_OVERLAP_POLICY_BUFFER_ALL.
 	OverlapBufferAll
 )
 

@@ -61,10 +61,10 @@ func TestStoreOutageFollowsTheMisfirePolicy(t *testing.T) {
 			"50s Succeeded Scheduled 50s-51s"}, 0},
 		{schedule.MisfireRunAll, 2, nil, 0},
 		// With a catch-up window of 25s, the catch-up at 50s leaves out
-		// the slot of 20s, Skipped when it fell due.
+		// the slot of 20s, Skipped when it fell due, and now Missed.
 		{schedule.MisfireRunAll, 1, []string{"10s Succeeded Scheduled 10s-11s",
 			"20s Skipped Scheduled", "30s Skipped Scheduled", "40s Skipped Scheduled",
-			"30s Succeeded CatchUp 50s-51s", "40s Succeeded CatchUp 51s-52s",
+			"20s Missed CatchUp", "30s Succeeded CatchUp 50s-51s", "40s Succeeded CatchUp 51s-52s",
 			"50s Succeeded Scheduled 52s-53s"}, 25 * time.Second},
 	} {
 		t.Run(fmt.Sprintf("%v/%d/%v", tc.misfire, tc.replicas, tc.window), func(t *testing.T) {

@@ -237,8 +237,9 @@ type Sharer interface {
 // Concurrency is what a claim asks of the runs of its job in flight on
 // every node sharing a SharedStore: at most Max of them (no limit if Max
 // is 0), and with Replace, that those in flight end. A Job's overlap
-// policy gives it: Max 1 under OverlapSkip, OverlapBufferOne and
-// OverlapReplace (with Replace), WithMaxParallel's under OverlapAllow.
+// policy gives it: Max 1 under OverlapSkip, OverlapBufferOne,
+// OverlapBufferAll and OverlapReplace (with Replace), WithMaxParallel's
+// under OverlapAllow.
 type Concurrency struct {
 	Max     int
 	Replace bool
