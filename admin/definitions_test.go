@@ -39,7 +39,7 @@ func TestCreateEditDelete(t *testing.T) {
 		f.getJSON("/jobs/api/task?name=shop+1", 200, &d)
 		assert.True(t, d.Loaded)
 		assert.Equal(t, "Europe/Paris", d.Zone)
-		assert.Equal(t, "At 09:00 in Europe/Paris, Monday through Friday; if the clocks skip or repeat its time, it runs once (at the jump if skipped)", d.Description)
+		assert.Equal(t, "At 09:00 in Europe/Paris, Monday through Friday", d.Description, "09:00 is never skipped nor repeated in Paris")
 		assert.Equal(t, 9, d.Next.Hour(), "the next run, in the task's zone")
 		page := f.get("/jobs/task?name=shop+1&done=created")
 		assert.Contains(t, page.body, "Created: the Table loads it")

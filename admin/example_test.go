@@ -56,6 +56,6 @@ func ExampleNew() {
 	fmt.Println(w.Code, strings.TrimSpace(w.Body.String()))
 	// Output:
 	// 200 1
-	// shop-1 daily: At 09:00 in Europe/Paris; if the clocks skip or repeat its time, it runs once (at the jump if skipped); next 2030-01-01T09:00:00+01:00
+	// shop-1 daily: At 09:00 in Europe/Paris; next 2030-01-01T09:00:00+01:00
 	// 403 {"error":"This page is read-only: no change can be made here."}
 }

@@ -21,9 +21,10 @@ import (
 // day fields are restricted, it says that a day matching either runs:
 // "At 00:00 on day 13 of the month, or on Friday". A job at fixed times
 // of day (see the package doc) gets a last clause on what it does when
-// the clocks skip or repeat its times, unless its zone is named and keeps
-// one offset in the years ahead (a spec without a zone runs in its
-// caller's, which may change). A spec that no day matches says that it never
+// the clocks skip or repeat its times, unless its zone is named and its
+// clocks skip or repeat none of them in the years ahead (a spec without a
+// zone runs in its caller's, which may change): "CRON_TZ=America/New_York
+// 30 2 * * *" gets it, "CRON_TZ=America/New_York 0 9 * * *" does not. A spec that no day matches says that it never
 // runs. The times of "@every <d>" do not depend on a zone, and its
 // description names none.
 //
@@ -101,8 +102,9 @@ func describe(s schedule.Schedule, f []string) string {
 	switch {
 	case sp.never:
 		d += "; never runs, as its months have no such day"
-	case sp.pinned && (!hasZone || zone == "Local" || changesClocks(sp.loc)):
-		// The zone is the caller's, or one whose clocks change.
+	case sp.pinned && (!hasZone || zone == "Local" || atAJump(sec, minute, hour, clockJumps(sp.loc))):
+		// The zone is the caller's, or one whose clocks skip or repeat
+		// one of the times.
 		times := "one of its times"
 		if sec.count()*minute.count()*hour.count() == 1 {
 			times = "its time"
@@ -440,21 +442,60 @@ func calendarNames(s set) []string {
 	return items
 }
 
-// changesClocks reports whether loc's offset from UTC changes at some
-// time from 2026 on, as far as the time package knows: whether a job's
-// times in loc can be skipped or repeated. Describe's answer for a zone
-// must not depend on when it is called.
-func changesClocks(loc *time.Location) bool {
+// clockJumps returns the times of day that loc's clocks skip or repeat
+// from 2026 on, over its next 20 periods of one offset (ten years of
+// daylight saving), as far as the time package knows: ranges [from, to)
+// of seconds since midnight, a range across midnight cut in two.
+// Describe's answer for a zone must not depend on when it is called.
+func clockJumps(loc *time.Location) [][2]int {
+	var jumps [][2]int
 	u := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
-	for range 10 { // periods of the same offset, which some zones list
+	for range 20 {
 		p := zoneAt(loc, u)
 		if !p.hasEnd {
-			return false
+			break
 		}
 		if _, off := time.Unix(p.end, 0).In(loc).Zone(); off != p.off {
-			return true
+			// The wall clock just before the change and just after it.
+			a, b := p.end+int64(p.off), p.end+int64(off)
+			if b < a {
+				a, b = b, a
+			}
+			if b-a >= 86400 {
+				return [][2]int{{0, 86400}}
+			}
+			from := int(a - floorDiv(a, 86400)*86400)
+			to := from + int(b-a)
+			if to <= 86400 {
+				jumps = append(jumps, [2]int{from, to})
+			} else {
+				jumps = append(jumps, [2]int{from, 86400}, [2]int{0, to - 86400})
+			}
 		}
 		u = p.end
+	}
+	return jumps
+}
+
+// atAJump reports whether a time of day of the fields sec, minute and hour
+// is in one of jumps.
+func atAJump(sec, minute, hour set, jumps [][2]int) bool {
+	for _, j := range jumps {
+		for h := hour.first(); h <= hour.last(); h++ {
+			if hour.bits&(1<<h) == 0 || (h+1)*3600 <= j[0] || h*3600 >= j[1] {
+				continue
+			}
+			for m := minute.first(); m <= minute.last(); m++ {
+				if minute.bits&(1<<m) == 0 {
+					continue
+				}
+				for s := sec.first(); s <= sec.last(); s++ {
+					if t := h*3600 + m*60 + s; sec.bits&(1<<s) != 0 && t >= j[0] && t < j[1] {
+						return true
+					}
+				}
+			}
+		}
 	}
 	return false
 }
