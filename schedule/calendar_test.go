@@ -1,0 +1,207 @@
+package schedule_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+func mustDays(t *testing.T, loc *time.Location, items ...string) *schedule.Days {
+	t.Helper()
+	d, err := schedule.ParseDays(loc, items...)
+	require.NoError(t, err)
+	return d
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	require.NoError(t, err)
+	return loc
+}
+
+// An excluded day is passed over whole, in the calendar's zone, whatever
+// length daylight saving gives it; ranges and single days merge.
+func TestExceptDays(t *testing.T) {
+	ny := mustZone(t, "America/New_York")
+	hourly := schedule.Every(time.Hour)
+	for _, c := range []struct {
+		name     string
+		days     []string
+		from, to time.Time
+	}{
+		{"a holiday", []string{"2026-12-25"},
+			time.Date(2026, 12, 24, 23, 30, 0, 0, ny), time.Date(2026, 12, 26, 0, 0, 0, 0, ny)},
+		{"ranges and days merged", []string{"2026-12-27", "2026-12-24..2026-12-26"},
+			time.Date(2026, 12, 23, 23, 30, 0, 0, ny), time.Date(2026, 12, 28, 0, 0, 0, 0, ny)},
+		{"a day of 23 hours", []string{"2026-03-08"},
+			time.Date(2026, 3, 7, 23, 30, 0, 0, ny), time.Date(2026, 3, 9, 0, 0, 0, 0, ny)},
+		{"a day of 25 hours", []string{"2026-11-01"},
+			time.Date(2026, 10, 31, 23, 30, 0, 0, ny), time.Date(2026, 11, 2, 0, 0, 0, 0, ny)},
+		{"not an excluded day", []string{"2026-12-25"},
+			time.Date(2026, 12, 23, 10, 30, 0, 0, ny), time.Date(2026, 12, 23, 11, 0, 0, 0, ny)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := schedule.Except(hourly, mustDays(t, ny, c.days...))
+			assert.True(t, s.Next(c.from).Equal(c.to), "Next(%v) = %v, want %v", c.from, s.Next(c.from).In(ny), c.to)
+		})
+	}
+}
+
+// In a zone that skips midnight (Santiago, on the first Sunday of
+// September), the day after an excluded one begins at the jump, 01:00.
+func TestExceptDaysWhereMidnightIsSkipped(t *testing.T) {
+	santiago := mustZone(t, "America/Santiago")
+	jump := time.Date(2026, 9, 6, 1, 0, 0, 0, santiago)
+	_, before := jump.Add(-time.Second).Zone()
+	_, after := jump.Zone()
+	require.NotEqual(t, before, after, "the tz database has Santiago's clocks jump at the start of 2026-09-06")
+	d := mustDays(t, santiago, "2026-09-05")
+	end, ok := d.Excluded(time.Date(2026, 9, 5, 12, 0, 0, 0, santiago))
+	require.True(t, ok)
+	assert.True(t, end.Equal(jump), "the excluded day ends at the jump: %v", end.In(santiago))
+	s := schedule.Except(schedule.Every(30*time.Minute), d)
+	assert.True(t, s.Next(time.Date(2026, 9, 5, 12, 0, 0, 0, santiago)).Equal(jump))
+}
+
+// Except's Next is the first time of its schedule after t that the
+// calendar does not exclude, as stepping through the schedule one slot at
+// a time finds it, for random calendars, periods and instants.
+func TestExceptAgreesWithStepping(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	zones := []*time.Location{time.UTC, mustZone(t, "America/New_York"), mustZone(t, "Australia/Lord_Howe"), mustZone(t, "America/Santiago")}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 1000 {
+		loc := zones[rng.IntN(len(zones))]
+		var items []string
+		for range 1 + rng.IntN(6) {
+			day := base.AddDate(0, 0, rng.IntN(365))
+			item := day.Format(time.DateOnly)
+			if rng.IntN(3) == 0 {
+				item += ".." + day.AddDate(0, 0, rng.IntN(20)).Format(time.DateOnly)
+			}
+			items = append(items, item)
+		}
+		days := mustDays(t, loc, items...)
+		period := []time.Duration{17 * time.Minute, time.Hour, 90 * time.Minute, 24 * time.Hour, 61 * time.Second}[rng.IntN(5)]
+		every := schedule.Every(period)
+		s := schedule.Except(every, days)
+		from := base.Add(time.Duration(rng.Int64N(int64(365 * 24 * time.Hour))))
+		want := every.Next(from)
+		for n := 0; ; n++ {
+			if _, ex := days.Excluded(want); !ex {
+				break
+			}
+			require.Less(t, n, 2_000_000, "case %d", i)
+			want = every.Next(want)
+		}
+		got := s.Next(from)
+		require.True(t, got.Equal(want), "case %d: %v, period %v, from %v: Next %v, stepping %v", i, items, period, from.In(loc), got.In(loc), want.In(loc))
+	}
+}
+
+// alwaysOut excludes every instant, a nanosecond at a time: the worst
+// Calendar Except can be given.
+type alwaysOut struct{}
+
+func (alwaysOut) Excluded(t time.Time) (time.Time, bool) { return t.Add(time.Nanosecond), true }
+
+// A calendar that excludes every time leaves a schedule with no next
+// time, at once, not a Next that never returns; one that breaks its
+// contract (an end not after t) ends the schedule.
+func TestExceptEverything(t *testing.T) {
+	start := time.Now()
+	assert.True(t, schedule.Except(schedule.Every(time.Second), alwaysOut{}).Next(time.Now()).IsZero())
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.True(t, schedule.Except(schedule.Every(time.Second), broken{}).Next(time.Now()).IsZero())
+	assert.PanicsWithValue(t, "schedule: Except with a nil Schedule or Calendar", func() { schedule.Except(nil, alwaysOut{}) })
+	assert.PanicsWithValue(t, "schedule: Except with a nil Schedule or Calendar", func() { schedule.Except(schedule.Every(time.Second), nil) })
+}
+
+type broken struct{}
+
+func (broken) Excluded(t time.Time) (time.Time, bool) { return t, true }
+
+// ParseDays refuses what it cannot read with an error that quotes the
+// item.
+func TestParseDaysErrors(t *testing.T) {
+	for item, want := range map[string]string{
+		"2026-02-30":             `schedule: day "2026-02-30": want a date such as 2026-12-25, or a range such as 2026-12-24..2026-12-31`,
+		"tomorrow":               `schedule: day "tomorrow": want a date`,
+		"2026-12-31..2026-12-24": `schedule: day "2026-12-31..2026-12-24": the range ends before it starts`,
+		"2026-12-24..":           `schedule: day "2026-12-24..": want a date`,
+		"":                       `schedule: day "": want a date`,
+	} {
+		_, err := schedule.ParseDays(nil, item)
+		require.Error(t, err, item)
+		assert.True(t, strings.HasPrefix(err.Error(), want), "%q: %v", item, err)
+	}
+	_, err := schedule.ParseDays(nil, make([]string, schedule.MaxDays+1)...)
+	assert.EqualError(t, err, "schedule: 10001 days and ranges, more than 10000")
+	d, err := schedule.ParseDays(nil, " 2026-12-25 ")
+	require.NoError(t, err)
+	assert.Equal(t, time.UTC, d.Location(), "nil is UTC")
+}
+
+// A job on an Except schedule neither runs nor reports the slots of its
+// excluded days, and a restart after them catches up none of them, under
+// MisfireRunAll.
+func TestJobSkipsExcludedDays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := schedule.NewMemoryStore(100)
+		// The bubble starts at 2000-01-01 00:00 UTC; 2000-01-02 is off.
+		days := mustDays(t, time.UTC, "2000-01-02")
+		sched := schedule.Except(schedule.Every(6*time.Hour), days)
+		j := schedule.NewJob("j", sched, l.work(time.Second), schedule.WithStore(store),
+			schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireRunAll))
+		start(t, j)
+		time.Sleep(20 * time.Hour) // the slots of 06:00, 12:00 and 18:00 on January 1
+		stop(t, j)
+		time.Sleep(40 * time.Hour) // down over January 2, and up to 12:00 on January 3
+		j = schedule.NewJob("j", sched, l.work(time.Second), schedule.WithStore(store),
+			schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireRunAll))
+		start(t, j)
+		time.Sleep(time.Hour)
+		stop(t, j)
+		assert.Equal(t, []string{
+			"6h0m0s Succeeded Scheduled 6h0m0s-6h0m1s",
+			"12h0m0s Succeeded Scheduled 12h0m0s-12h0m1s",
+			"18h0m0s Succeeded Scheduled 18h0m0s-18h0m1s",
+			"48h0m0s Succeeded CatchUp 60h0m0s-60h0m1s", // January 3, 00:00
+			"54h0m0s Succeeded CatchUp 60h0m1s-60h0m2s",
+			"60h0m0s Succeeded Scheduled 60h0m2s-60h0m3s",
+		}, l.summary(), "nothing of January 2")
+	})
+}
+
+func ExampleExcept() {
+	// Every day at 09:00 in Paris, but on the public holidays of the
+	// end of the year.
+	paris, _ := time.LoadLocation("Europe/Paris")
+	holidays, err := schedule.ParseDays(paris, "2026-12-25", "2026-12-31..2027-01-01")
+	if err != nil {
+		panic(err) // a list from users gets its error shown instead
+	}
+	daily := schedule.EveryFrom(time.Date(2026, 1, 1, 9, 0, 0, 0, paris), 24*time.Hour)
+	s := schedule.Except(daily, holidays)
+	t := time.Date(2026, 12, 23, 12, 0, 0, 0, paris)
+	for range 5 {
+		t = s.Next(t)
+		fmt.Println(t.In(paris).Format("Mon Jan 2 15:04"))
+	}
+	// Output:
+	// Thu Dec 24 09:00
+	// Sat Dec 26 09:00
+	// Sun Dec 27 09:00
+	// Mon Dec 28 09:00
+	// Tue Dec 29 09:00
+}
