@@ -281,12 +281,6 @@ func WithCatchUpWindow(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.window = max(d, 0) })
 }
 
-// stale reports whether the missed slot due is older than the catch-up
-// window at now.
-func (c *config) stale(due, now time.Time) bool {
-	return c.window > 0 && now.Sub(due) > c.window
-}
-
 // WithStore sets the Store where the job claims its slots and records its
 // runs (default: the job's own memory of its latest 16 slots). Jobs with
 // the same name sharing a Store run each slot once between them. If s is a
