@@ -110,7 +110,8 @@ func Parse(spec string, loc *time.Location) (schedule.Schedule, error) {
 // values, such as "*/70 * * * *" and "0 */90 * * * *", which run every
 // hour, at minute 0, or, in a range written out, as long as them, such
 // as "10-20/11" or "MON-FRI/5", 10 alone and Monday alone. A step as long
-// as the values of *, "*/60" in the minutes, is hourly, and is accepted.
+// as the whole field, "*/60" or "0/60" in the minutes, is hourly, and is
+// accepted.
 //
 // Task.Validate, and so a store of definitions and the admin page, reads
 // a task's spec with ParseStrict; a Table loads it with Parse, so that a

@@ -444,7 +444,9 @@ func calendarNames(s set) []string {
 
 // clockJumps returns the times of day that loc's clocks skip or repeat
 // from 2026 on, over its next 20 periods of one offset (ten years of
-// daylight saving), as far as the time package knows: ranges [from, to)
+// daylight saving, or fewer where the time package cuts the periods at
+// year ends, as it does past a zone's listed transitions), as far as the
+// time package knows: ranges [from, to)
 // of seconds since midnight, a range across midnight cut in two.
 // Describe's answer for a zone must not depend on when it is called.
 func clockJumps(loc *time.Location) [][2]int {

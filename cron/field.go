@@ -86,8 +86,8 @@ func (fd *field) parse(strict bool, text string) (bits uint64, star bool, err er
 }
 
 // parseItem parses one item of a list: *, a value or a range, each with an
-// optional step. strict refuses a step longer than the values it steps
-// through, which only the first of them would match.
+// optional step. strict refuses a step that only the first of the values
+// it steps through would match (strictStep).
 func (fd *field) parseItem(strict bool, text, item string) (uint64, error) {
 	if item == "" {
 		return 0, fd.error(text, "empty list item")
@@ -145,15 +145,16 @@ func (fd *field) parseItem(strict bool, text, item string) (uint64, error) {
 
 // strictStep refuses, for ParseStrict, a step that only the first value
 // of lo-hi would match: one longer than its values, or, in a range or
-// start written out (not *), as long as them. "*/60" in the minutes is
-// every hour, as its author means; "10-20/11" is 10 alone. A day of the
-// week range through 7 counts Sunday once.
+// start written out that is not the whole field, as long as them. "*/60"
+// and "0/60" in the minutes are every hour, as their author means;
+// "10-20/11" is 10 alone. A day of the week range through 7 counts Sunday
+// once.
 func (fd *field) strictStep(text, rng string, lo, hi, step int) error {
 	values := hi - lo + 1
 	if fd == &dows && lo == 0 && hi == 7 {
 		values = 7
 	}
-	star := rng == "*" || rng == "?"
+	star := rng == "*" || rng == "?" || (lo == fd.min && (hi == fd.last() || hi == fd.max))
 	switch {
 	case values == 1 && step > 1:
 		return fd.error(text, "step "+strconv.Itoa(step)+" has no value past "+strconv.Itoa(lo)+" to step to: only "+strconv.Itoa(lo)+" would match")

@@ -25,10 +25,9 @@ type Calendar interface {
 // calendars.
 //
 // Next skips an excluded span at once, not slot by slot, and gives up,
-// returning the zero Time, after 100,000 spans in a row (two centuries of
-// excluded weekends): a Calendar that excludes every time makes a
-// schedule with no next time, not a Next that never returns. It panics
-// on a nil s or c.
+// returning the zero Time, after 100,000 spans in a row: a Calendar that
+// excludes every time makes a schedule with no next time, not a Next that
+// never returns. It panics on a nil s or c.
 func Except(s Schedule, c Calendar) Schedule {
 	if s == nil || c == nil {
 		panic("schedule: Except with a nil Schedule or Calendar")
@@ -70,7 +69,7 @@ func (e *except) Next(t time.Time) time.Time {
 // Days is a Calendar that excludes whole days of its zone: each from its
 // 00:00 to the next day's, whatever the length daylight saving gives it
 // (23 or 25 hours), so that a day off is a day off where the job's users
-// live. Make it with ParseDays.
+// live. Make it with ParseDays; the zero Days excludes nothing, in UTC.
 type Days struct {
 	loc   *time.Location
 	spans []daySpan // sorted, not overlapping, not adjacent
@@ -143,8 +142,12 @@ func dayError(item, reason string) error {
 
 // parseDay reads a date in ISO 8601, YYYY-MM-DD, as days since 1970-01-01.
 func parseDay(s string) (int64, error) {
-	t, err := time.Parse(time.DateOnly, strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	t, err := time.Parse(time.DateOnly, s)
 	if err != nil {
+		if len(s) == 10 && s[4] == '-' && s[7] == '-' && strings.Trim(s[:4]+s[5:7]+s[8:], "0123456789") == "" {
+			return 0, errors.New("there is no such date")
+		}
 		return 0, errors.New("want a date such as 2026-12-25, or a range such as 2026-12-24..2026-12-31")
 	}
 	return epochDay(t), nil
@@ -163,7 +166,8 @@ func epochDay(t time.Time) int64 {
 
 // startOfDay returns the first instant of the day n days after
 // 1970-01-01 in loc: its 00:00, or, where the zone skips midnight, the
-// jump.
+// jump, and where the clocks go back across midnight, the first of its
+// two midnights.
 func startOfDay(n int64, loc *time.Location) time.Time {
 	y, m, d := time.Unix(n*86400, 0).UTC().Date()
 	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
@@ -174,17 +178,33 @@ func startOfDay(n int64, loc *time.Location) time.Time {
 		if _, end := t.In(loc).ZoneBounds(); !end.IsZero() {
 			t = end
 		}
+		return t
+	}
+	// Where midnight comes twice, the time package may take the second:
+	// the first is midnight in the offset before the change.
+	if start, _ := t.In(loc).ZoneBounds(); !start.IsZero() {
+		_, prev := start.Add(-time.Second).In(loc).Zone()
+		wall := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+		if first := wall.Add(-time.Duration(prev) * time.Second); first.Before(start) && epochDay(first.In(loc)) == n {
+			t = first
+		}
 	}
 	return t
 }
 
 // Location returns the zone in which d's days begin and end.
-func (d *Days) Location() *time.Location { return d.loc }
+func (d *Days) Location() *time.Location {
+	if d.loc == nil {
+		return time.UTC
+	}
+	return d.loc
+}
 
 // Excluded reports whether t falls on one of d's days in d's zone, and if
 // so, the start of the first day after its span.
 func (d *Days) Excluded(t time.Time) (time.Time, bool) {
-	n := epochDay(t.In(d.loc))
+	loc := d.Location()
+	n := epochDay(t.In(loc))
 	i, found := slices.BinarySearchFunc(d.spans, n, func(s daySpan, n int64) int {
 		switch {
 		case s.to < n:
@@ -197,5 +217,17 @@ func (d *Days) Excluded(t time.Time) (time.Time, bool) {
 	if !found {
 		return time.Time{}, false
 	}
-	return startOfDay(d.spans[i].to+1, d.loc), true
+	end := startOfDay(d.spans[i].to+1, loc)
+	if !end.After(t) {
+		// The clocks went back across midnight, into a day of the span
+		// again: it ends at the next midnight of the offset t is in.
+		in := t.In(loc)
+		y, m, day := in.Date()
+		_, off := in.Zone()
+		end = time.Date(y, m, day+1, 0, 0, 0, 0, time.UTC).Add(-time.Duration(off) * time.Second)
+		if !end.After(t) {
+			end = t.Add(time.Nanosecond)
+		}
+	}
+	return end, true
 }

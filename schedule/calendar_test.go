@@ -114,6 +114,39 @@ type alwaysOut struct{}
 
 func (alwaysOut) Excluded(t time.Time) (time.Time, bool) { return t.Add(time.Nanosecond), true }
 
+// Where the clocks went back across midnight, a day begins at its first
+// midnight, and an instant of an excluded day that the clocks came back
+// into ends at a later one: Amman's clocks went from 01:00 back to 00:00
+// on 2021-10-29, St. John's from 00:01 on 2010-11-07 back to 23:01 the
+// day before. The zero Days excludes nothing.
+func TestExceptDaysWhereMidnightComesTwice(t *testing.T) {
+	amman := mustZone(t, "Asia/Amman")
+	first := time.Date(2021, 10, 28, 21, 0, 0, 0, time.UTC) // 00:00 EEST
+	require.Equal(t, "2021-10-29 00:00 EEST", first.In(amman).Format("2006-01-02 15:04 MST"), "the tz database has Amman's clocks go back at 01:00 on 2021-10-29")
+	s := schedule.Except(schedule.Every(15*time.Minute), mustDays(t, amman, "2021-10-28"))
+	assert.True(t, s.Next(time.Date(2021, 10, 28, 12, 0, 0, 0, amman)).Equal(first), "the first 00:00 of the day after")
+
+	johns := mustZone(t, "America/St_Johns")
+	days := mustDays(t, johns, "2010-11-06")
+	back := time.Date(2010, 11, 7, 2, 45, 0, 0, time.UTC) // 23:15 NST on 2010-11-06, again
+	require.Equal(t, "2010-11-06 23:15 NST", back.In(johns).Format("2006-01-02 15:04 MST"))
+	end, ok := days.Excluded(back)
+	require.True(t, ok)
+	assert.True(t, end.After(back), "the end of the span is after the instant: %v", end.In(johns))
+	every := schedule.Except(schedule.Every(15*time.Minute), days)
+	next := every.Next(time.Date(2010, 11, 6, 12, 0, 0, 0, johns))
+	require.False(t, next.IsZero(), "the schedule goes on")
+	for range 20 { // and never ends
+		require.False(t, next.IsZero())
+		next = every.Next(next)
+	}
+
+	var zero schedule.Days
+	_, ok = zero.Excluded(time.Now())
+	assert.False(t, ok)
+	assert.Equal(t, time.UTC, zero.Location())
+}
+
 // A calendar that excludes every time leaves a schedule with no next
 // time, at once, not a Next that never returns; one that breaks its
 // contract (an end not after t) ends the schedule.
@@ -134,7 +167,8 @@ func (broken) Excluded(t time.Time) (time.Time, bool) { return t, true }
 // item.
 func TestParseDaysErrors(t *testing.T) {
 	for item, want := range map[string]string{
-		"2026-02-30":             `schedule: day "2026-02-30": want a date such as 2026-12-25, or a range such as 2026-12-24..2026-12-31`,
+		"2026-02-30":             `schedule: day "2026-02-30": there is no such date`,
+		"2026-13-01..2026-12-31": `schedule: day "2026-13-01..2026-12-31": there is no such date`,
 		"tomorrow":               `schedule: day "tomorrow": want a date`,
 		"2026-12-31..2026-12-24": `schedule: day "2026-12-31..2026-12-24": the range ends before it starts`,
 		"2026-12-24..":           `schedule: day "2026-12-24..": want a date`,
@@ -184,14 +218,15 @@ func TestJobSkipsExcludedDays(t *testing.T) {
 }
 
 func ExampleExcept() {
-	// Every day at 09:00 in Paris, but on the public holidays of the
-	// end of the year.
+	// Every 24 hours from 09:00 on December 1 in Paris (a cron spec
+	// keeps 09:00 across daylight saving), but on the public holidays of
+	// the end of the year.
 	paris, _ := time.LoadLocation("Europe/Paris")
 	holidays, err := schedule.ParseDays(paris, "2026-12-25", "2026-12-31..2027-01-01")
 	if err != nil {
 		panic(err) // a list from users gets its error shown instead
 	}
-	daily := schedule.EveryFrom(time.Date(2026, 1, 1, 9, 0, 0, 0, paris), 24*time.Hour)
+	daily := schedule.EveryFrom(time.Date(2026, 12, 1, 9, 0, 0, 0, paris), 24*time.Hour)
 	s := schedule.Except(daily, holidays)
 	t := time.Date(2026, 12, 23, 12, 0, 0, 0, paris)
 	for range 5 {

@@ -88,15 +88,17 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 		return // owed from before a pause or a new schedule: not caught up
 	}
 	if w := j.cfg.window; w > 0 {
-		// The slots older than the catch-up window are not run: they
-		// were reported Skipped when their claims failed, and are now
-		// Missed, up to maxNoted of them.
+		// The slots older than the catch-up window are not run. They
+		// reached the Observer Skipped when their claims failed; the
+		// store keeps them Missed, up to maxNoted of them, unless
+		// another node ran them meanwhile: a note does not overwrite a
+		// record, and the Observer, which cannot tell, is not told.
 		if from := time.Now().Add(-w); missed.Before(from) {
-			var obs []Record
-			for t := missed; !t.IsZero() && t.Before(from) && t.Before(due) && len(obs) < maxNoted; t = next(sched, t) {
-				obs = append(obs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
+			var rs []Record
+			for t := missed; !t.IsZero() && t.Before(from) && t.Before(due) && len(rs) < maxNoted; t = next(sched, t) {
+				rs = append(rs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
 			}
-			j.observe(obs)
+			j.note(rs)
 			missed = from
 		}
 	}

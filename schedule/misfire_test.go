@@ -153,28 +153,35 @@ func TestCatchUpWindowAfterALongGap(t *testing.T) {
 // once the store is back three hours later, though they were within it at
 // the Start.
 func TestCatchUpWindowAfterAStartOutage(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var l journal
-		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
-		succeeded(t, store.MemoryStore, at(10*time.Minute))
-		time.Sleep(75 * time.Minute) // down since 10m: the slots of 20m to 1h10m missed
-		store.set(func(s *scriptedStore) { s.lastDown = true })
-		j := schedule.NewJob("j", schedule.Every(10*time.Minute), l.work(time.Second), schedule.WithStore(store),
-			schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithCatchUpWindow(time.Hour))
-		start(t, j)
-		time.Sleep(3 * time.Hour)
-		store.set(func(s *scriptedStore) { s.lastDown = false })
-		time.Sleep(time.Hour)
-		stop(t, j)
-		var before []string
-		for _, r := range l.recs() {
-			if r.Due.Before(at(75 * time.Minute)) {
-				before = append(before, since(r.Due)+" "+r.Status.String())
-			}
-		}
-		slices.Sort(before)
-		assert.Equal(t, []string{"1h0m0s Missed", "1h10m0s Missed", "20m0s Missed", "30m0s Missed", "40m0s Missed", "50m0s Missed"}, before)
-	})
+	// With a grace of 10m, the slot of 1h10m was on time at the Start,
+	// and is as old as the others once the store answers.
+	for _, grace := range []time.Duration{time.Second, 10 * time.Minute} {
+		t.Run(grace.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+				succeeded(t, store.MemoryStore, at(10*time.Minute))
+				time.Sleep(75 * time.Minute) // down since 10m: the slots of 20m to 1h10m missed
+				store.set(func(s *scriptedStore) { s.lastDown = true })
+				j := schedule.NewJob("j", schedule.Every(10*time.Minute), l.work(time.Second), schedule.WithStore(store),
+					schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireRunAll),
+					schedule.WithCatchUpWindow(time.Hour), schedule.WithGrace(grace))
+				start(t, j)
+				time.Sleep(3 * time.Hour)
+				store.set(func(s *scriptedStore) { s.lastDown = false })
+				time.Sleep(time.Hour)
+				stop(t, j)
+				var before []string
+				for _, r := range l.recs() {
+					if r.Due.Before(at(75 * time.Minute)) {
+						before = append(before, since(r.Due)+" "+r.Status.String())
+					}
+				}
+				slices.Sort(before)
+				assert.Equal(t, []string{"1h0m0s Missed", "1h10m0s Missed", "20m0s Missed", "30m0s Missed", "40m0s Missed", "50m0s Missed"}, before)
+			})
+		})
+	}
 }
 
 // A job with no record catches up nothing.
