@@ -2,6 +2,8 @@ package cron_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -135,4 +137,38 @@ func TestTablePolicyChangeMakesANewJob(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A Table's jitter (WithJobOptions(schedule.WithJitter)) spreads its
+// tasks due at the same time over the jitter, each task's slot once.
+func TestTableJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		starts := map[string][]time.Duration{}
+		tab := cron.NewTable(map[string]cron.Handler{"h": func(_ context.Context, id string, r schedule.Run) error {
+			mu.Lock()
+			starts[id] = append(starts[id], time.Since(r.Due))
+			mu.Unlock()
+			return nil
+		}}, cron.WithLocation(time.UTC), cron.WithJobOptions(schedule.WithJitter(time.Minute)))
+		var tasks []cron.Task
+		for i := range 200 {
+			d := task(fmt.Sprint("report-", i), "h", "30 0 * * *")
+			d.BusinessID = d.Name
+			tasks = append(tasks, d)
+		}
+		_, err := tab.Apply(context.Background(), tasks)
+		require.NoError(t, err)
+		time.Sleep(32 * time.Minute)
+		require.NoError(t, tab.Stop(context.Background()))
+		early, late := time.Minute, time.Duration(0)
+		for _, d := range tasks {
+			s := starts[d.Name]
+			require.Len(t, s, 1, d.Name)
+			early, late = min(early, s[0]), max(late, s[0])
+		}
+		assert.Less(t, early, 5*time.Second, "the earliest start")
+		assert.Greater(t, late, 55*time.Second, "the latest start")
+		assert.Less(t, late, time.Minute)
+	})
 }

@@ -14,7 +14,8 @@ const handOffBatch = 10 * time.Millisecond
 
 // handOffAt returns when this node is to claim the slot of p, if the
 // job's store is a Sharer that gives the slot to another node first (see
-// Sharer): a quarter of the grace period after the slot's due time; last,
+// Sharer): a quarter of the grace period after the slot's planned start
+// (its due time, or later with WithJitter); last,
 // the latest it waits for a live owner that has not claimed it yet, half
 // the grace period after it; and far, the latest it waits while the
 // slots of the same owner held with it are being claimed (a herd), half
@@ -43,7 +44,7 @@ func (j *Job) handOffAt(p *pending) (at, last, far time.Time) {
 	if j.cfg.misfire == MisfireSkip {
 		reach = 0
 	}
-	due := p.run.Due
+	due := j.plannedLocked(p.run.Due)
 	return due.Add(wait / 4), due.Add(wait / 2), due.Add(max(wait, reach) / 2)
 }
 

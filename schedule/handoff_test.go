@@ -147,6 +147,39 @@ func TestHandOffToTheOwner(t *testing.T) {
 	}
 }
 
+// With WithJitter, the hand-off counts from a slot's planned start: the
+// owner claims each slot at it, and the other node, once the owner has
+// stopped claiming, runs it half the grace period after it.
+func TestHandOffWithJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		mem := schedule.NewMemoryStore(100)
+		var mu sync.Mutex
+		var ran []string
+		jobs := map[string]*schedule.Job{}
+		for _, node := range []string{"owner", "other"} {
+			s := &sharer{MemoryStore: mem, owns: func(string) bool { return node == "owner" }}
+			var j *schedule.Job
+			j = schedule.NewJob("j", schedule.Every(10*time.Second), func(_ context.Context, r schedule.Run) error {
+				mu.Lock()
+				ran = append(ran, fmt.Sprintf("%s %v at planned+%v", node, r.Due.Sub(t0), time.Since(j.Planned(r.Due))))
+				mu.Unlock()
+				return nil
+			}, schedule.WithStore(s), schedule.WithNode(node), schedule.WithMisfire(schedule.MisfireSkip),
+				schedule.WithGrace(2*time.Second), schedule.WithRunLimit(schedule.NewRunLimit(4)), schedule.WithJitter(5*time.Second))
+			start(t, j)
+			jobs[node] = j
+		}
+		time.Sleep(25 * time.Second)
+		stop(t, jobs["owner"])
+		time.Sleep(20 * time.Second)
+		stop(t, jobs["other"])
+		assert.Equal(t, []string{"owner 10s at planned+0s", "owner 20s at planned+0s",
+			"other 30s at planned+1s", "other 40s at planned+1s"}, ran)
+		assert.NotEqual(t, at(30*time.Second), jobs["other"].Planned(at(30*time.Second)), "the slots are delayed")
+	})
+}
+
 // A herd of slots handed to an owner that is gone waits in the RunLimit,
 // holding no goroutine, until their hand-off time, when each runs once;
 // a job stopped during the wait runs nothing, and leaves nothing behind.

@@ -160,7 +160,7 @@ func (j *Job) setTimerLocked(now time.Time) (refused any) {
 				j.next = time.Time{}
 			}
 		}()
-		j.timer = j.w.sched.AfterFunc(max(j.next.Sub(now), 0), func() { j.wake(gen) })
+		j.timer = j.w.sched.AfterFunc(max(j.plannedLocked(j.next).Sub(now), 0), func() { j.wake(gen) })
 	}
 	return nil
 }
@@ -186,7 +186,8 @@ func (j *Job) resync() {
 
 // Next returns the due time of the job's next slot, or the zero Time if
 // there is none: before Start, after Stop, while paused, and once the
-// Schedule has no time left.
+// Schedule has no time left. With WithJitter, the slot starts at
+// Planned(Next()).
 func (j *Job) Next() time.Time {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -245,7 +246,7 @@ func (j *Job) wake(gen uint64) {
 // the timer if need be; a timer still armed for the slot just finds an
 // early wake.
 func (j *Job) handDueLocked(now time.Time) []Record {
-	if j.state != jobStarted || j.paused() || j.next.IsZero() || now.Before(j.next) {
+	if j.state != jobStarted || j.paused() || j.next.IsZero() || now.Before(j.plannedLocked(j.next)) {
 		return nil
 	}
 	obs := j.dueLocked(j.sched, j.next, now)

@@ -1,0 +1,68 @@
+package schedule
+
+import "time"
+
+// WithJitter spreads the job's Scheduled runs: each slot starts at its
+// due time plus a delay in [0, d) that the job's name and the slot's due
+// time decide (Jitter), so that every Job of the name, on every replica,
+// computes the same instant, and thousands of jobs due at 09:00 start
+// through the minute after it with WithJitter(time.Minute). The slot is
+// still its due time: its Run.Due, its claim and its record. The delay
+// never reaches the slot after it: where the next slot comes sooner than
+// d, the delay is taken in [0, the time to it). The grace period counts
+// from the delayed start (Planned). A slot handed at once (at a Start, a
+// Resume, a wake after the machine slept) starts at once, and so do
+// catch-ups and RunNow. The default, d <= 0, is no jitter. Temporal's
+// jitter; Kubernetes has none.
+func WithJitter(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.jitter = max(d, 0) })
+}
+
+// Jitter returns the delay in [0, d) of the slot due of the job named job:
+// a hash of the two, the same on every machine and in every version of
+// this package. It is 0 if d <= 0. A Job with WithJitter(d) delays a slot
+// by Jitter(job, due, min(d, the time to its next slot)).
+func Jitter(job string, due time.Time, d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	// FNV-1a of the name and the due time in Unix nanoseconds, through
+	// SplitMix64's finalizer, as sqlstore's owners are chosen.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(job); i++ {
+		h ^= uint64(job[i])
+		h *= 1099511628211
+	}
+	n := uint64(due.UnixNano())
+	for range 8 {
+		h ^= n & 0xff
+		h *= 1099511628211
+		n >>= 8
+	}
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return time.Duration(h % uint64(d))
+}
+
+// Planned returns when the job starts its slot due, Scheduled: due plus
+// its jitter (WithJitter), or due itself without one.
+func (j *Job) Planned(due time.Time) time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.plannedLocked(due)
+}
+
+// plannedLocked is Planned. The caller holds j.mu.
+func (j *Job) plannedLocked(due time.Time) time.Time {
+	d := j.cfg.jitter
+	if d <= 0 || due.IsZero() {
+		return due
+	}
+	if n := next(j.sched, due); !n.IsZero() {
+		d = min(d, n.Sub(due))
+	}
+	return due.Add(Jitter(j.name, due, d))
+}
