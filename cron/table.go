@@ -97,9 +97,10 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 	return t
 }
 
-// Next returns the time of the next run of the task name, and whether the
-// Table runs that task. It is the zero Time if the task has no run left,
-// or its job waits for the job it replaces to stop.
+// Next returns the due time of the next slot of the task name, and
+// whether the Table runs that task (with a jitter, WithJobOptions and
+// schedule.WithJitter, the slot starts later). It is the zero Time if the
+// task has no run left, or its job waits for the job it replaces to stop.
 func (t *Table) Next(name string) (time.Time, bool) {
 	t.mu.Lock()
 	e, ok := t.tasks[name]

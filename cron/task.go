@@ -121,9 +121,9 @@ type TaskState struct {
 	// Table took for it. Its Paused says whether the task is paused, by
 	// its definition or by Table.Pause.
 	Task Task
-	// Next is the time of the task's next slot; zero if the task is
-	// paused, has no run left, or its job waits for the job it replaces
-	// to stop (see Table.Apply).
+	// Next is the due time of the task's next slot (with a jitter, it
+	// starts later); zero if the task is paused, has no run left, or its
+	// job waits for the job it replaces to stop (see Table.Apply).
 	Next time.Time
 	// Last is the record with the latest Due in the Table's Store: the
 	// latest slot's outcome, or a run in flight (Running); zero if none,

@@ -201,7 +201,8 @@ func retryPause(pause time.Duration) time.Duration {
 // is tried again while its slot has the first three quarters of its
 // period, up to the next slot, to go, so that the next slot finds the job
 // free; under MisfireSkip, only within the grace period, after which the
-// slot is missed. A Manual run is tried within the grace period; a
+// slot is missed. WithClaimRetry's bound and the grace period count from
+// a Scheduled slot's planned start (WithJitter). A Manual run is tried within the grace period; a
 // catch-up of an outage's owed slots stops at its first failure
 // (recoverOutage).
 func (j *Job) worthRetrying(r *Run, pause time.Duration) bool {
@@ -209,16 +210,23 @@ func (j *Job) worthRetrying(r *Run, pause time.Duration) bool {
 	if r.Reason == CatchUp {
 		return false
 	}
-	if d := j.cfg.retry; d >= 0 {
-		return at.Before(r.Due.Add(d))
+	from := r.Due // a Scheduled slot's planned start (WithJitter)
+	if r.Reason == Scheduled && j.cfg.jitter > 0 {
+		j.mu.Lock()
+		from = j.plannedLocked(j.sched, r.Due)
+		j.mu.Unlock()
 	}
-	limit := r.Due.Add(j.cfg.grace)
+	if d := j.cfg.retry; d >= 0 {
+		return at.Before(from.Add(d))
+	}
+	limit := from.Add(j.cfg.grace)
 	if r.Reason == Scheduled && j.cfg.misfire != MisfireSkip {
 		j.mu.Lock()
 		n := next(j.sched, r.Due)
 		j.mu.Unlock()
 		if !n.IsZero() {
-			limit = r.Due.Add(n.Sub(r.Due) / 4 * 3)
+			limit = r.Due.Add(n.Sub(r.Due) / 4 * 3) // after the planned start, which is in the first half
+
 		}
 	}
 	return at.Before(limit)

@@ -22,7 +22,7 @@ func (j *Job) Pause() {
 	var obs []Record
 	j.mu.Lock()
 	if !j.paused() && j.state != jobStopped {
-		obs = j.handDueLocked(time.Now().Round(0))
+		obs = j.handDueLocked(time.Now().Round(0), true)
 		j.flags |= jobPaused
 		j.next = time.Time{}
 		j.setTimerLocked(time.Time{})
@@ -86,7 +86,7 @@ func (j *Job) SetSchedule(s Schedule) {
 	j.mu.Lock()
 	if j.state == jobStarted && !j.paused() {
 		now := time.Now().Round(0)
-		obs = j.handDueLocked(now)
+		obs = j.handDueLocked(now, true)
 		j.sched = s
 		j.noCatchUpBeforeLocked(now)
 		refused = j.armLocked(now)
@@ -113,7 +113,7 @@ func (j *Job) RunNow() {
 	j.mu.Lock()
 	if j.state == jobStarted {
 		now := time.Now().Round(0)
-		obs = j.handDueLocked(now) // a slot due now goes first, with its own Due
+		obs = j.handDueLocked(now, true) // a slot due now goes first, with its own Due
 		x := j.active(now)
 		due := now
 		if !due.After(x.handed) {

@@ -44,7 +44,7 @@ func (j *Job) handOffAt(p *pending) (at, last, far time.Time) {
 	if j.cfg.misfire == MisfireSkip {
 		reach = 0
 	}
-	due := j.plannedLocked(p.run.Due)
+	due := j.plannedLocked(j.sched, p.run.Due)
 	return due.Add(wait / 4), due.Add(wait / 2), due.Add(max(wait, reach) / 2)
 }
 

@@ -4,24 +4,28 @@ import "time"
 
 // WithJitter spreads the job's Scheduled runs: each slot starts at its
 // due time plus a delay in [0, d) that the job's name and the slot's due
-// time decide (Jitter), so that every Job of the name, on every replica,
-// computes the same instant, and thousands of jobs due at 09:00 start
-// through the minute after it with WithJitter(time.Minute). The slot is
-// still its due time: its Run.Due, its claim and its record. The delay
-// never reaches the slot after it: where the next slot comes sooner than
-// d, the delay is taken in [0, the time to it). The grace period counts
-// from the delayed start (Planned). A slot handed at once (at a Start, a
-// Resume, a wake after the machine slept) starts at once, and so do
-// catch-ups and RunNow. The default, d <= 0, is no jitter. Temporal's
-// jitter; Kubernetes has none.
+// time decide (Jitter), so that every Job of the name with the same d and
+// Schedule, on every replica, computes the same instant, and thousands of
+// jobs due at 09:00 start through the minute after it with
+// WithJitter(time.Minute). The slot is still its due time: its Run.Due,
+// its claim, its record, and the job's Next. The delay stays within the
+// first half of the time to the next slot: where that half is shorter
+// than d, the delay is taken in [0, it). The grace period and the claim's
+// retries count from the delayed start (Planned). A slot whose due time
+// has passed when its start is not come yet starts at once if it is
+// handed early: at a Start, a wake after the machine slept, a Pause (which
+// records it Skipped), a SetSchedule or a RunNow (which run it first);
+// catch-ups start at once too. The default, d <= 0, is no jitter.
+// Temporal's jitter; Kubernetes has none.
 func WithJitter(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.jitter = max(d, 0) })
 }
 
 // Jitter returns the delay in [0, d) of the slot due of the job named job:
-// a hash of the two, the same on every machine and in every version of
-// this package. It is 0 if d <= 0. A Job with WithJitter(d) delays a slot
-// by Jitter(job, due, min(d, the time to its next slot)).
+// a hash of the two (the due time in Unix nanoseconds, exact in the years
+// 1678 to 2262), the same on every machine and in every version of this
+// package. It is 0 if d <= 0. A Job with WithJitter(d) delays a slot by
+// Jitter(job, due, min(d, half the time to its next slot)).
 func Jitter(job string, due time.Time, d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
@@ -52,17 +56,18 @@ func Jitter(job string, due time.Time, d time.Duration) time.Duration {
 func (j *Job) Planned(due time.Time) time.Time {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.plannedLocked(due)
+	return j.plannedLocked(j.sched, due)
 }
 
-// plannedLocked is Planned. The caller holds j.mu.
-func (j *Job) plannedLocked(due time.Time) time.Time {
+// plannedLocked is Planned, for the slot due of sched. The caller holds
+// j.mu.
+func (j *Job) plannedLocked(sched Schedule, due time.Time) time.Time {
 	d := j.cfg.jitter
 	if d <= 0 || due.IsZero() {
 		return due
 	}
-	if n := next(j.sched, due); !n.IsZero() {
-		d = min(d, n.Sub(due))
+	if n := next(sched, due); !n.IsZero() {
+		d = min(d, n.Sub(due)/2)
 	}
 	return due.Add(Jitter(j.name, due, d))
 }

@@ -62,9 +62,9 @@ func TestJitterSpreadsAHerd(t *testing.T) {
 }
 
 // Two replicas of a job, sharing a store, plan each slot at the same
-// instant and run it once; a slot's delay never reaches the next slot,
-// so an Every(10s) job with a jitter of a minute runs every slot, in
-// order.
+// instant and run it once; a slot's delay stays in the first half of the
+// time to the next slot, so an Every(10s) job with a jitter of a minute
+// runs every slot, in order.
 func TestJitterOnReplicas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
@@ -85,10 +85,11 @@ func TestJitterOnReplicas(t *testing.T) {
 			require.Equal(t, schedule.Succeeded, r.Status, "%v", l.summary())
 			require.Equal(t, schedule.Scheduled, r.Reason)
 			assert.True(t, r.Start.Equal(js[0].Planned(r.Due)) && r.Start.Equal(js[1].Planned(r.Due)), "%v", l.summary())
-			assert.Less(t, r.Start.Sub(r.Due), 10*time.Second, "before the next slot")
+			assert.Less(t, r.Start.Sub(r.Due), 5*time.Second, "in the first half of the time to the next slot")
 			dues = append(dues, r.Due.Sub(at(0)))
 		}
-		assert.Equal(t, []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 40 * time.Second}, dues, "each slot once, in order")
+		assert.Equal(t, []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 40 * time.Second, 50 * time.Second}, dues,
+			"each slot once, in order")
 		assert.Equal(t, 1, l.maxRun)
 	})
 }
@@ -108,4 +109,86 @@ func TestJitter(t *testing.T) {
 	assert.Equal(t, time.Duration(2261948687897), schedule.Jitter("report-shop-1", due, time.Hour)) // 37m41.9s
 	j := schedule.NewJob("j", schedule.Every(time.Hour), func(context.Context, schedule.Run) error { return nil })
 	assert.Equal(t, due, j.Planned(due), "no jitter")
+}
+
+// A slot whose due time has passed and whose planned start has not come
+// is neither lost nor run after a newer run: a Pause reports it Skipped,
+// a SetSchedule runs it first, at once, and so does a RunNow, before its
+// own run.
+func TestJitterSlotBetweenItsDueAndItsStart(t *testing.T) {
+	for _, call := range []string{"Pause", "SetSchedule", "RunNow"} {
+		t.Run(call, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l journal
+				store := schedule.NewMemoryStore(100)
+				j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(time.Second), schedule.WithStore(store),
+					schedule.WithJitter(30*time.Minute), schedule.WithObserver(l.observe), schedule.WithOverlap(schedule.OverlapBufferAll))
+				start(t, j)
+				due := at(time.Hour)
+				off := j.Planned(due).Sub(due)
+				require.Greater(t, off, time.Minute, "a slot delayed by more than a minute")
+				time.Sleep(time.Hour + off/2) // past the due time, before the planned start
+				switch call {
+				case "Pause":
+					j.Pause()
+					j.Resume()
+				case "SetSchedule":
+					j.SetSchedule(schedule.Every(time.Hour))
+				case "RunNow":
+					j.RunNow()
+				}
+				time.Sleep(time.Hour)
+				stop(t, j)
+				var first []string
+				for _, r := range l.recs() {
+					if r.Due.Equal(due) && r.Start.IsZero() {
+						first = append(first, fmt.Sprintf("%s %s", r.Status, r.Reason))
+					} else if r.Due.Equal(due) {
+						first = append(first, fmt.Sprintf("%s %s at %v", r.Status, r.Reason, r.Start.Sub(due)))
+					}
+				}
+				want := map[string][]string{
+					"Pause":       {"Skipped Scheduled"},
+					"SetSchedule": {fmt.Sprintf("Succeeded Scheduled at %v", off/2)},
+					"RunNow":      {fmt.Sprintf("Succeeded Scheduled at %v", off/2)},
+				}[call]
+				assert.Equal(t, want, first, "the slot of 1h: %v", l.summary())
+				if call == "Pause" {
+					return // a paused job's Skipped slots are not kept: another node may run them
+				}
+				h, err := store.History(context.Background(), "j", 10)
+				require.NoError(t, err)
+				var kept []string
+				for _, r := range h {
+					if r.Due.Equal(due) {
+						kept = append(kept, r.Status.String())
+					}
+				}
+				assert.Len(t, kept, 1, "the store has the slot: %v", l.summary())
+			})
+		})
+	}
+}
+
+// A claim that fails at a slot's planned start is tried again within the
+// grace period after it, not after its due time, under MisfireSkip.
+func TestJitterRetriesAFailedClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(time.Second), schedule.WithStore(store),
+			schedule.WithJitter(30*time.Minute), schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireSkip))
+		start(t, j)
+		planned := j.Planned(at(time.Hour))
+		require.Greater(t, planned.Sub(at(time.Hour)), 2*time.Second, "delayed by more than the grace period")
+		time.Sleep(time.Until(planned) - time.Millisecond)
+		store.setDown(true)
+		time.Sleep(20 * time.Millisecond)
+		store.setDown(false)
+		time.Sleep(time.Minute)
+		stop(t, j)
+		recs := l.recs()
+		require.NotEmpty(t, recs)
+		assert.Equal(t, schedule.Succeeded, recs[0].Status, "%v", l.summary())
+	})
 }

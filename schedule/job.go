@@ -160,7 +160,7 @@ func (j *Job) setTimerLocked(now time.Time) (refused any) {
 				j.next = time.Time{}
 			}
 		}()
-		j.timer = j.w.sched.AfterFunc(max(j.plannedLocked(j.next).Sub(now), 0), func() { j.wake(gen) })
+		j.timer = j.w.sched.AfterFunc(max(j.plannedLocked(j.sched, j.next).Sub(now), 0), func() { j.wake(gen) })
 	}
 	return nil
 }
@@ -216,7 +216,7 @@ func (j *Job) wake(gen uint64) {
 	}
 	j.gen++ // a second call of this callback does nothing
 	j.timer = nil
-	obs := j.handDueLocked(now)
+	obs := j.handDueLocked(now, false)
 	if len(obs) > 0 {
 		// The Observer may call the job: it runs without the lock, and
 		// the job is busy meanwhile, its timer left to this callback.
@@ -244,10 +244,16 @@ func (j *Job) wake(gen uint64) {
 // SetSchedule and RunNow call it first, so that a slot due whose wake has
 // not run yet is neither dropped nor run after them. The caller re-arms
 // the timer if need be; a timer still armed for the slot just finds an
-// early wake.
-func (j *Job) handDueLocked(now time.Time) []Record {
-	if j.state != jobStarted || j.paused() || j.next.IsZero() || now.Before(j.plannedLocked(j.next)) {
+// early wake. The timer's wake (early false) waits for a slot's planned
+// start (WithJitter); the others (early true) hand a slot whose due time
+// has passed at once, before it, so that none is lost or runs after a
+// newer run.
+func (j *Job) handDueLocked(now time.Time, early bool) []Record {
+	if j.state != jobStarted || j.paused() || j.next.IsZero() || now.Before(j.next) {
 		return nil
+	}
+	if !early && now.Before(j.plannedLocked(j.sched, j.next)) {
+		return nil // a wake before the slot's jittered start: the timer is armed for it
 	}
 	obs := j.dueLocked(j.sched, j.next, now)
 	j.next = next(j.sched, now)

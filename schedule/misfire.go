@@ -43,7 +43,7 @@ func (j *Job) dueAtLocked(sched Schedule, first, now, at time.Time) []Record {
 	}
 	head, latest := dueSlots(sched, first, now, c.scanLimit())
 	missed := head
-	onTime := now.Sub(j.plannedLocked(latest)) <= c.grace
+	onTime := now.Sub(j.plannedLocked(sched, latest)) <= c.grace
 	if c.window > 0 && at.After(now) && latest.Before(at.Add(-c.window)) {
 		onTime = false // on time at the Start, but as old as the store's answer finds it
 	}

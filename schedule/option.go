@@ -233,8 +233,9 @@ func WithMisfire(m Misfire) Option {
 }
 
 // WithGrace sets how late a slot's run may start and still be on time
-// (default 1s). A slot whose run cannot start within d of its due time is
-// missed, and its fate is the Misfire policy's. Keep d above the lateness
+// (default 1s). A slot whose run cannot start within d of its due time (of
+// its planned start, with WithJitter) is missed, and its fate is the
+// Misfire policy's. Keep d above the lateness
 // of the job's Scheduler: with d = 0 a run is on time only if the job
 // wakes at the very time of its slot, which a real timer seldom does, so
 // that MisfireRunOnce runs nearly every slot as a CatchUp and MisfireSkip
@@ -343,7 +344,8 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithClaimRetry bounds how long a claim that fails with a store error is
-// tried again: for up to d after its slot's due time, with a growing pause
+// tried again: for up to d after its slot's due time (its planned start,
+// with WithJitter), with a growing pause
 // (50ms, doubling up to 5s). A store that is slow or busy for a moment then
 // delays the run instead of skipping it. By default, a claim is tried again
 // until three quarters of the way to the slot's next one, so that the next
