@@ -50,19 +50,21 @@ func mostInFlight(events []event) int {
 
 // overlapCluster runs a job of 700 ms every 300 ms under the overlap
 // policy overlap (and WithMaxParallel(maxParallel)) on three replica
-// processes sharing b for 3 s, and returns the most runs in flight at once
-// between them, and the fate of each slot due while all three were up,
-// from the store. With race, the replicas race for every slot
-// (WithSharing(false)): had the job's owner claimed each slot first, the
-// others' claims, a hand-off later, would find the slot recorded, and the
-// count of the job's runs on other replicas would be left untried. Under
-// buffer-all, each replica buffers one slot at most, so that the slots
-// that do not fit are Skipped within the 3 s, and the buffers hold no
-// slot of the second before the stop, whose slots are not checked.
+// processes sharing b for 3 s, and returns the most runs in flight at
+// once between them, and the fate of each slot due while all three were
+// up but in the last second, from the store. With race, the replicas race
+// for every slot (WithSharing(false)): had the job's owner claimed each
+// slot first, the others' claims, a hand-off later, would find the slot
+// recorded, and the count of the job's runs on other replicas would be
+// left untried. Under buffer-all, each replica buffers one slot at most,
+// so that the slots that do not fit are Skipped; the slots a stop finds
+// buffered, or waiting for another replica's run, end with no record
+// (another replica may run them), and may have waited two runs and more:
+// the cluster runs 5 s, and the slots of its last 2.5 s are not checked.
 func overlapCluster(t *testing.T, b backend, overlap string, maxParallel int, mutant string, race bool) (most int, fates map[schedule.Status]int) {
-	buffer := 0
+	buffer, run, tail := 0, 3*time.Second, time.Second
 	if overlap == "buffer-all" {
-		buffer = 1
+		buffer, run, tail = 1, 5*time.Second, 2500*time.Millisecond
 	}
 	c := newCluster(t, b, replicaConfig{Every: 300 * time.Millisecond, Lease: 2 * time.Second, Misfire: schedule.MisfireRunOnce,
 		MinRun: 700 * time.Millisecond, MaxRun: 700 * time.Millisecond, Overlap: overlap, MaxParallel: maxParallel, Mutant: mutant,
@@ -71,8 +73,8 @@ func overlapCluster(t *testing.T, b backend, overlap string, maxParallel int, mu
 		c.start(fmt.Sprint("n", i))
 	}
 	from := time.Now()
-	time.Sleep(3 * time.Second)
-	to := time.Now().Add(-time.Second)
+	time.Sleep(run)
+	to := time.Now().Add(-tail)
 	for _, p := range c.procs {
 		c.stop(p)
 	}
