@@ -50,7 +50,9 @@ import (
 )
 
 // A Schedule says when a job's runs fall due. Implementations must be safe
-// for concurrent use.
+// for concurrent use, and their Next must not call the methods of a Job:
+// a Job calls it holding its lock, and, on a wall-clock jump, its
+// Scheduler's watch calls it holding its own.
 type Schedule interface {
 	// Next returns the first time strictly after t, or the zero Time if
 	// there is none. A Job treats a result that is not after t as none.
