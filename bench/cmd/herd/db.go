@@ -37,14 +37,18 @@ func prepare(o options) (*sql.DB, error) {
 	return db, nil
 }
 
-// awaitRecorded waits until every job has a Succeeded record, and returns
-// how long after the due time that was.
-func awaitRecorded(db *sql.DB, o options, due time.Time) (time.Duration, error) {
+// recordedSQL counts the herd's runs recorded Succeeded.
+const recordedSQL = "SELECT COUNT(*) FROM " + table + " WHERE status = 1"
+
+// awaitRecorded waits until count, a query of one number, finds every job
+// done (recordedSQL, or River's completedSQL), and returns how long after
+// the due time that was.
+func awaitRecorded(db *sql.DB, o options, due time.Time, count string) (time.Duration, error) {
 	time.Sleep(time.Until(due))
 	deadline := due.Add(o.Timeout)
 	for {
 		var n int
-		if err := db.QueryRow("SELECT COUNT(*) FROM " + table + " WHERE status = 1").Scan(&n); err != nil {
+		if err := db.QueryRow(count).Scan(&n); err != nil {
 			return 0, err
 		}
 		if n >= o.Jobs {

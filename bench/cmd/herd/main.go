@@ -235,11 +235,11 @@ func parent(o options) error {
 	if time.Now().After(due) {
 		return fmt.Errorf("the replicas were ready after the due time: give a longer -lead than %v", o.Lead)
 	}
-	await := awaitRecorded
+	count := recordedSQL
 	if o.Lib == "river" {
-		await = awaitCompleted
+		count = completedSQL
 	}
-	recorded, err := await(db, o, due)
+	recorded, err := awaitRecorded(db, o, due, count)
 	if err != nil {
 		return err
 	}

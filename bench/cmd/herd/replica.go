@@ -102,31 +102,52 @@ func replica(o options) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	setup := time.Since(begin)
-	out := bufio.NewWriter(os.Stdout)
-	fmt.Fprintln(out, "ready")
-	out.Flush()
-	if o.Profile != "" {
-		f, err := os.Create(o.Profile + "." + o.Node)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
+	heap, endProfile, err := hold(o)
+	if err != nil {
+		return err
 	}
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	heap := liveHeap()
 	waiting := store.RunLimit().Waiting()
 	if err := each(jobs, func(j *schedule.Job) error { return j.Stop(context.Background()) }); err != nil {
 		return err
 	}
-	pprof.StopCPUProfile()
+	endProfile()
 	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: heap, CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
-	for _, s := range starts[:min(int(n.Load()), len(starts))] {
+	return send(r, starts[:min(int(n.Load()), len(starts))])
+}
+
+// hold tells the parent that the replica is ready, profiles it from then
+// on if o.Profile names a file, and waits until the parent closes its
+// standard input: the herd has run. It returns the live heap then
+// (liveHeap), and the function that ends the profile.
+func hold(o options) (heap int64, endProfile func(), err error) {
+	fmt.Println("ready")
+	endProfile = func() {}
+	if o.Profile != "" {
+		f, err := os.Create(o.Profile + "." + o.Node)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return 0, nil, err
+		}
+		endProfile = func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return liveHeap(), endProfile, nil
+}
+
+// send writes r, with the starts its replica recorded, to standard
+// output, where the parent reads it.
+func send(r result, starts []start) error {
+	for _, s := range starts {
 		r.Starts = append(r.Starts, s.job)
 		r.Late = append(r.Late, s.late)
 	}
+	out := bufio.NewWriter(os.Stdout)
 	if err := json.NewEncoder(out).Encode(r); err != nil {
 		return err
 	}

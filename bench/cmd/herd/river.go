@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -34,8 +30,8 @@ import (
 // available, 10,000 a statement with a pause of 50 ms to 1 s between
 // them, and the producers lock them, at most MaxWorkers at once per
 // replica, once they are due by the database's clock. The parent waits
-// until every row is completed (awaitCompleted), as awaitRecorded waits
-// for the Succeeded records of package schedule.
+// until every row is completed (completedSQL), as it waits for the
+// Succeeded records of package schedule (awaitRecorded).
 
 // River's settings are those of its own benchmark (cmd/river/riverbench)
 // where they matter, for its reasons:
@@ -160,25 +156,8 @@ func insertRiver(o options, due time.Time) error {
 	return nil
 }
 
-// awaitCompleted waits until every herd job on River is completed, and
-// returns how long after the due time that was.
-func awaitCompleted(db *sql.DB, o options, due time.Time) (time.Duration, error) {
-	time.Sleep(time.Until(due))
-	deadline := due.Add(o.Timeout)
-	for {
-		var n int
-		if err := db.QueryRow("SELECT COUNT(*) FROM river_job WHERE state = 'completed'").Scan(&n); err != nil {
-			return 0, err
-		}
-		if n >= o.Jobs {
-			return time.Since(due), nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%d of %d River jobs completed %v after the due time", n, o.Jobs, o.Timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+// completedSQL counts the herd's jobs River completed, for awaitRecorded.
+const completedSQL = "SELECT COUNT(*) FROM river_job WHERE state = 'completed'"
 
 // riverReplica works the herd's jobs on River until its standard input
 // closes; then it stops its client, gracefully, and prints its result,
@@ -213,36 +192,18 @@ func riverReplica(o options) error {
 		return err
 	}
 	setup := time.Since(begin)
-	out := bufio.NewWriter(os.Stdout)
-	fmt.Fprintln(out, "ready")
-	out.Flush()
-	if o.Profile != "" {
-		f, err := os.Create(o.Profile + "." + o.Node)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
+	heap, endProfile, err := hold(o)
+	if err != nil {
+		return err
 	}
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	heap := liveHeap()
 	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := client.Stop(stopCtx); err != nil {
 		return err
 	}
-	pprof.StopCPUProfile()
+	endProfile()
 	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: heap, CPU: cpuTime(), Stats: counter.stats()}
-	for _, s := range w.starts[:min(int(w.n.Load()), len(w.starts))] {
-		r.Starts = append(r.Starts, s.job)
-		r.Late = append(r.Late, s.late)
-	}
-	if err := json.NewEncoder(out).Encode(r); err != nil {
-		return err
-	}
-	return out.Flush()
+	return send(r, w.starts[:min(int(w.n.Load()), len(w.starts))])
 }
 
 // A riverCounter is a pgx tracer that counts the statements a replica's
