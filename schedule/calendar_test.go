@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -239,4 +240,54 @@ func ExampleExcept() {
 	// Sun Dec 27 09:00
 	// Mon Dec 28 09:00
 	// Tue Dec 29 09:00
+}
+
+// An excluded day holds for a job, not a process: two Jobs of one name
+// sharing a store run each slot of the other days once between them, and
+// neither runs, reports nor catches up a slot of the excluded day. (Under
+// OverlapBufferAll, so that the catch-up of one Job waits for the other's
+// run, which OverlapSkip's would skip.)
+func TestExceptOnReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := schedule.NewMemoryStore(100)
+		sched := schedule.Except(schedule.Every(6*time.Hour), mustDays(t, time.UTC, "2000-01-02"))
+		replicas := func() []*schedule.Job {
+			var js []*schedule.Job
+			for _, node := range []string{"a", "b"} {
+				j := schedule.NewJob("j", sched, l.work(time.Second), schedule.WithStore(store), schedule.WithNode(node),
+					schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireRunAll),
+					schedule.WithOverlap(schedule.OverlapBufferAll))
+				start(t, j)
+				js = append(js, j)
+			}
+			return js
+		}
+		js := replicas()
+		time.Sleep(30 * time.Hour) // through January 1, and the first hours of January 2
+		for _, j := range js {
+			stop(t, j)
+		}
+		time.Sleep(30 * time.Hour) // down until 12:00 on January 3
+		js = replicas()
+		time.Sleep(time.Hour)
+		for _, j := range js {
+			stop(t, j)
+		}
+		h, err := store.History(context.Background(), "j", 100)
+		require.NoError(t, err)
+		var kept []string
+		for i := len(h) - 1; i >= 0; i-- {
+			kept = append(kept, since(h[i].Due)+" "+h[i].Status.String())
+		}
+		assert.Equal(t, []string{"6h0m0s Succeeded", "12h0m0s Succeeded", "18h0m0s Succeeded",
+			"48h0m0s Succeeded", "54h0m0s Succeeded", "60h0m0s Succeeded"}, kept, "nothing of January 2")
+		runs := map[time.Time]int{}
+		for _, r := range l.recs() {
+			runs[r.Due]++
+		}
+		for due, n := range runs {
+			assert.Equal(t, 1, n, "records of %v: %v", due.Sub(at(0)), l.summary())
+		}
+	})
 }

@@ -210,24 +210,18 @@ func (j *Job) worthRetrying(r *Run, pause time.Duration) bool {
 	if r.Reason == CatchUp {
 		return false
 	}
-	from := r.Due // a Scheduled slot's planned start (WithJitter)
-	if r.Reason == Scheduled && j.cfg.jitter > 0 {
+	from, n := r.Due, time.Time{} // a Scheduled slot's planned start (WithJitter), and its next slot
+	if r.Reason == Scheduled {
 		j.mu.Lock()
-		from = j.plannedLocked(j.sched, r.Due)
+		from, n = j.plannedLocked(j.sched, r.Due), next(j.sched, r.Due)
 		j.mu.Unlock()
 	}
 	if d := j.cfg.retry; d >= 0 {
 		return at.Before(from.Add(d))
 	}
 	limit := from.Add(j.cfg.grace)
-	if r.Reason == Scheduled && j.cfg.misfire != MisfireSkip {
-		j.mu.Lock()
-		n := next(j.sched, r.Due)
-		j.mu.Unlock()
-		if !n.IsZero() {
-			limit = r.Due.Add(n.Sub(r.Due) / 4 * 3) // after the planned start, which is in the first half
-
-		}
+	if j.cfg.misfire != MisfireSkip && !n.IsZero() {
+		limit = r.Due.Add(n.Sub(r.Due) / 4 * 3) // after the planned start, which is in the first half
 	}
 	return at.Before(limit)
 }

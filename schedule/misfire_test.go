@@ -328,3 +328,51 @@ func TestZeroGrace(t *testing.T) {
 		})
 	}
 }
+
+// The catch-up window holds for a job, not a process: two Jobs of one name
+// sharing a store, down for a day, run each of the last hour's slots
+// once between them, and the store keeps the newest of the older ones
+// Missed, once. (Under OverlapBufferAll, so that the catch-up of one Job waits for the
+// other's run, which OverlapSkip's would skip.)
+func TestCatchUpWindowOnReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := schedule.NewMemoryStore(5000)
+		succeeded(t, store, at(0))
+		time.Sleep(24*time.Hour + 30*time.Second)
+		var js []*schedule.Job
+		for _, node := range []string{"a", "b"} {
+			j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(time.Millisecond), schedule.WithStore(store),
+				schedule.WithNode(node), schedule.WithObserver(l.observe), schedule.WithMisfire(schedule.MisfireRunAll),
+				schedule.WithCatchUpWindow(time.Hour), schedule.WithOverlap(schedule.OverlapBufferAll))
+			start(t, j)
+			js = append(js, j)
+		}
+		time.Sleep(10 * time.Second)
+		for _, j := range js {
+			stop(t, j)
+		}
+		ran := map[time.Time]int{}
+		for _, r := range l.recs() {
+			if r.Status == schedule.Succeeded {
+				ran[r.Due]++
+			}
+		}
+		require.Len(t, ran, 60, "the slots of the last hour")
+		for due, n := range ran {
+			assert.Equal(t, 1, n, "runs of %v", due.Sub(at(0)))
+			assert.False(t, due.Before(at(23*time.Hour+time.Minute)), "%v is older than the window", due.Sub(at(0)))
+		}
+		h, err := store.History(context.Background(), "j", 5000)
+		require.NoError(t, err)
+		fates := map[schedule.Status]int{}
+		for _, r := range h {
+			fates[r.Status]++
+			if r.Status == schedule.Missed {
+				assert.True(t, r.Due.Before(at(23*time.Hour+time.Minute)), "%v Missed, within the window", r.Due.Sub(at(0)))
+			}
+		}
+		assert.Equal(t, 60+1, fates[schedule.Succeeded], "the last hour's, and the record before the gap")
+		assert.Equal(t, 16, fates[schedule.Missed], "the newest of the Missed reported, as many as a note keeps")
+	})
+}
