@@ -345,3 +345,47 @@ func TestOverlappingCatchUpsRunASlotOnceAtATime(t *testing.T) {
 		assert.Equal(t, 1, most, "runs of one slot at once")
 	})
 }
+
+// Two Jobs of one name on one store, started together after the slots
+// from 20s to 60s were missed, under MisfireRunAll and OverlapSkip: each
+// missed slot runs once, one after another, on one of them. A catch-up
+// claim that finds the other Job's run in flight waits for it, as the
+// catch-up of one Job runs its slots one after another; were it Skipped,
+// as a new slot that finds a run in flight is, the two would skip every
+// other slot of each other's.
+func TestReplicasRestartedTogetherCatchUpEverySlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := schedule.NewMemoryStore(100)
+		succeeded(t, store, at(10*time.Second))
+		time.Sleep(65 * time.Second) // both were down since 10s
+		var jobs []*schedule.Job
+		for _, node := range []string{"a", "b"} {
+			j := schedule.NewJob("j", schedule.Every(10*time.Second), l.work(2*time.Second),
+				schedule.WithStore(store), schedule.WithNode(node), schedule.WithObserver(l.observe),
+				schedule.WithMisfire(schedule.MisfireRunAll))
+			start(t, j)
+			jobs = append(jobs, j)
+		}
+		time.Sleep(time.Minute)
+		for _, j := range jobs {
+			stop(t, j)
+		}
+		ran := map[string]int{}
+		for _, r := range l.recs() {
+			if r.Due.Before(at(70*time.Second)) {
+				ran[fmt.Sprint(since(r.Due), " ", r.Status, " ", r.Reason)]++
+			}
+		}
+		assert.Equal(t, map[string]int{"20s Succeeded CatchUp": 1, "30s Succeeded CatchUp": 1, "40s Succeeded CatchUp": 1,
+			"50s Succeeded CatchUp": 1, "1m0s Succeeded CatchUp": 1}, ran)
+		var end time.Time
+		for _, r := range l.recs() {
+			if r.Start.IsZero() {
+				continue // Skipped, Missed
+			}
+			assert.False(t, r.Start.Before(end), "%v starts before the run before it ends", r)
+			end = r.End
+		}
+	})
+}

@@ -24,7 +24,11 @@ import (
 // OverlapBufferAll and OverlapReplace until the job is free, claiming
 // again after a growing pause, until the claim succeeds, another node
 // claims the slot, or a newer slot supersedes it (the run's context ends;
-// never under OverlapBufferAll, whose newer slots wait behind it).
+// never under OverlapBufferAll, whose newer slots wait behind it). The
+// claim of a missed slot (Reason CatchUp) waits under every policy: the
+// slots a Misfire policy runs are owed, and replicas that catch up
+// together take turns, as the catch-up of one runs its slots one after
+// another.
 //
 // begin returns before the Func runs, so that the Func runs on a stack
 // that holds none of its frames: most Funcs then run without growing
@@ -65,7 +69,7 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 				x.owe(j, &p.run)
 				return false, false
 			}
-			if o := j.cfg.overlap; o == OverlapBufferOne || o == OverlapReplace || o == OverlapBufferAll {
+			if o := j.cfg.overlap; o == OverlapBufferOne || o == OverlapReplace || o == OverlapBufferAll || p.run.Reason == CatchUp {
 				if wait == 0 {
 					j.waiting(x, p, true)
 				}

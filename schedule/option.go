@@ -91,8 +91,10 @@ const (
 	// MisfireRunAll: each missed slot runs, oldest first, one after
 	// another, with Reason CatchUp, up to the catch-up limit
 	// (WithCatchUpLimit); the slots beyond the limit, the newest, are
-	// Missed. Quartz MISFIRE_INSTRUCTION_IGNORE_MISFIRE_POLICY; Temporal's
-	// catch-up window.
+	// Missed. Replicas that catch up together take turns, whatever the
+	// overlap policy: each missed slot runs once, on one of them. Quartz
+	// MISFIRE_INSTRUCTION_IGNORE_MISFIRE_POLICY; Temporal's catch-up
+	// window.
 	MisfireRunAll
 )
 

@@ -301,3 +301,71 @@ func TestRetryOnReplicas(t *testing.T) {
 		})
 	})
 }
+
+// TestRestartTogetherCatchesUpEverySlot stops a job under MisfireRunAll
+// and OverlapSkip for a few slots, then starts it again on two Stores of
+// one database at once, as two replicas restarted together: each slot
+// missed runs once, on one of them. The replicas' catch-ups meet: one
+// claims a slot while the other's run of the slot before is in flight.
+// Such a claim waits for the job to be free, as the catch-up of one
+// process runs its slots one after another; Skipped, as a new slot that
+// finds a run in flight is, it left nearly every missed slot unrun, each
+// replica skipping the slots whose claims found the other's run.
+//
+// No step is timed: the slots owed are reckoned from the last slot the
+// first run recorded and from when the second Starts were called, and the
+// test waits for a final record of each, however long that takes.
+func TestRestartTogetherCatchesUpEverySlot(t *testing.T) {
+	const every = 100 * time.Millisecond
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		name := "together"
+		job := func(s *sqlstore.Store, node string) *schedule.Job {
+			return schedule.NewJob(name, schedule.Every(every), func(context.Context, schedule.Run) error {
+				time.Sleep(every / 4)
+				return nil
+			}, schedule.WithStore(s), schedule.WithNode(node), schedule.WithMisfire(schedule.MisfireRunAll),
+				schedule.WithGrace(every/2))
+		}
+		first := newStore(t, b, dsn)
+		j := job(first, "first")
+		require.NoError(t, j.Start(ctx))
+		eventually(t, "a first run", func() bool {
+			r, err := first.Last(ctx, name)
+			return err == nil && r.Status == schedule.Succeeded
+		})
+		require.NoError(t, j.Stop(ctx))
+		last, err := first.Last(ctx, name)
+		require.NoError(t, err)
+		time.Sleep(10 * every)
+
+		a, b2 := newStore(t, b, dsn), newStore(t, b, dsn)
+		ja, jb := job(a, "a"), job(b2, "b")
+		called := time.Now()
+		var wg sync.WaitGroup
+		for _, j := range []*schedule.Job{ja, jb} {
+			wg.Go(func() { assert.NoError(t, j.Start(ctx)) })
+		}
+		wg.Wait()
+		var owed []time.Time
+		for d := last.Due.Add(every); d.Before(called.Add(-every)); d = d.Add(every) {
+			owed = append(owed, d.UTC())
+		}
+		require.GreaterOrEqual(t, len(owed), 5)
+		eventually(t, "a final record of each slot owed", func() bool {
+			got := fates(t, a, name)
+			for _, d := range owed {
+				if f, ok := got[d]; !ok || strings.HasPrefix(f, "Running ") {
+					return false
+				}
+			}
+			return true
+		})
+		require.NoError(t, ja.Stop(ctx))
+		require.NoError(t, jb.Stop(ctx))
+		got := fates(t, a, name)
+		for _, d := range owed {
+			assert.Equal(t, "Succeeded CatchUp", got[d], "slot %v", d)
+		}
+	})
+}
