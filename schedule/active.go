@@ -52,6 +52,7 @@ type rare struct {
 	held      [][]pending            // the runs submitted while a Reclaim was on its way back (claiming), as submitted
 	claims    uint64                 // counts the Reclaims asked for: the one whose runs are held, while claiming
 	noter     *circulation.Trigger   // writes notes (writeNotes); Stop flushes it
+	pause     *pausing               // the note of the job's pause, while paused
 }
 
 // rareLocked returns x.r, making it if need be. The caller holds the job's
@@ -72,7 +73,7 @@ func (x *active) tidyRareLocked() {
 	r := x.r
 	if r == nil || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 || r.recover != nil ||
 		r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 || len(r.waiting) > 0 ||
-		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 {
+		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 || r.pause != nil {
 		return
 	}
 	x.r = nil

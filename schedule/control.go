@@ -18,11 +18,19 @@ import (
 // to their owner on another node (Sharer) are dropped, with no record, the
 // owner's to run. A paused job's
 // RunNow is Skipped. Pause before Start makes the job start paused.
-func (j *Job) Pause() {
+//
+// Its options give the pause a note (Because), which PauseNote reports,
+// and an end (ResumeAt), when the job resumes as by Resume. A Pause of a
+// paused job changes only its note and its end, and only if given any.
+func (j *Job) Pause(opts ...PauseOption) {
 	var obs []Record
 	j.mu.Lock()
+	now := time.Now().Round(0)
+	if j.state != jobStopped {
+		j.notePauseLocked(now, j.paused(), opts)
+	}
 	if !j.paused() && j.state != jobStopped {
-		obs = j.handDueLocked(time.Now().Round(0), true)
+		obs = j.handDueLocked(now, true)
 		j.flags |= jobPaused
 		j.next = time.Time{}
 		j.setTimerLocked(time.Time{})
@@ -48,6 +56,7 @@ func (j *Job) Resume() {
 		return
 	}
 	j.flags &^= jobPaused
+	j.forgetPauseLocked(true)
 	var refused any
 	if j.state == jobStarted {
 		now := time.Now().Round(0)
@@ -161,6 +170,7 @@ func (j *Job) Stop(ctx context.Context) error {
 	j.state = jobStopped
 	j.next = time.Time{}
 	j.setTimerLocked(time.Time{})
+	j.forgetPauseLocked(false)
 	x := j.x
 	if x != nil {
 		obs = j.dropQueueLocked(errStopped)
@@ -336,6 +346,7 @@ func (j *Job) quit() *circulation.Trigger {
 	j.flags |= jobShutdown
 	j.next = time.Time{}
 	j.setTimerLocked(time.Time{})
+	j.forgetPauseLocked(false)
 	if x := j.x; x != nil {
 		obs = j.dropQueueLocked(errStopped)
 		obs = append(obs, j.dropWaitingLocked(errStopped)...)
