@@ -373,7 +373,7 @@ func TestReplicasRestartedTogetherCatchUpEverySlot(t *testing.T) {
 		}
 		ran := map[string]int{}
 		for _, r := range l.recs() {
-			if r.Due.Before(at(70*time.Second)) {
+			if r.Due.Before(at(70 * time.Second)) {
 				ran[fmt.Sprint(since(r.Due), " ", r.Status, " ", r.Reason)]++
 			}
 		}
@@ -386,6 +386,49 @@ func TestReplicasRestartedTogetherCatchUpEverySlot(t *testing.T) {
 			}
 			assert.False(t, r.Start.Before(end), "%v starts before the run before it ends", r)
 			end = r.End
+		}
+	})
+}
+
+// Two Jobs of one name restarted together catch up; one is shut down
+// while it runs a catch-up, whose slot it hands over (Released). The
+// other's catch-up waits for the job to be free, which only a takeover of
+// that claim makes it: a run that waits so is not in flight, and the
+// takeover does not wait for it. Every slot then runs once, on the Job
+// left, and its schedule goes on.
+func TestWaitingCatchUpLetsAClaimBeTakenOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var la, lb journal
+		store := schedule.NewMemoryStore(100)
+		succeeded(t, store, at(10*time.Second))
+		time.Sleep(65 * time.Second)
+		job := func(node string, l *journal) *schedule.Job {
+			return schedule.NewJob("j", schedule.Every(10*time.Second), l.work(2*time.Second),
+				schedule.WithStore(store), schedule.WithNode(node), schedule.WithObserver(l.observe),
+				schedule.WithMisfire(schedule.MisfireRunAll))
+		}
+		a, b := job("a", &la), job("b", &lb)
+		start(t, a)
+		synctest.Wait() // a runs 20s
+		start(t, b)
+		time.Sleep(time.Second) // b's catch-up of 30s waits for a's run
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_ = a.Shutdown(ctx) // a's run of 20s is cut short and handed over
+		cancel()
+		time.Sleep(time.Minute)
+		stop(t, b)
+		ran := map[time.Time]int{}
+		for _, r := range append(la.recs(), lb.recs()...) {
+			if r.Status == schedule.Succeeded {
+				ran[r.Due]++
+			}
+		}
+		for d := 20 * time.Second; d <= 2*time.Minute; d += 10 * time.Second {
+			if d == 70*time.Second {
+				assert.LessOrEqual(t, ran[at(d)], 1, "slot %v", d) // due while the catch-ups ran: Skipped
+				continue
+			}
+			assert.Equal(t, 1, ran[at(d)], "slot %v: %q %q", d, la.summary(), lb.summary())
 		}
 	})
 }

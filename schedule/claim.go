@@ -28,7 +28,9 @@ import (
 // claim of a missed slot (Reason CatchUp) waits under every policy: the
 // slots a Misfire policy runs are owed, and replicas that catch up
 // together take turns, as the catch-up of one runs its slots one after
-// another.
+// another; under OverlapBufferOne and OverlapReplace a newer slot still
+// supersedes it. A run that waits so is not in flight to a claim offered
+// for takeover (freeLocked).
 //
 // begin returns before the Func runs, so that the Func runs on a stack
 // that holds none of its frames: most Funcs then run without growing
@@ -118,13 +120,18 @@ func (j *Job) live() bool {
 }
 
 // waiting marks the flight of p as waiting for the job's runs in flight on
-// other nodes to end, or no longer.
+// other nodes to end, or no longer. A flight that waits leaves the job
+// free for a claim to take over (freeLocked): one offered meanwhile is
+// taken over now.
 func (j *Job) waiting(x *active, p *pending, on bool) {
 	j.mu.Lock()
 	for i := range x.runs {
 		if x.runs[i].due.Equal(p.run.Due) {
 			x.runs[i].waiting = on
 		}
+	}
+	if on && x.look && !x.reclaiming && j.freeLocked(x) && j.state == jobStarted && !j.paused() {
+		j.takeOverLocked(x)
 	}
 	j.mu.Unlock()
 }

@@ -144,14 +144,22 @@ func (j *Job) exitLocked(x *active) {
 	}
 }
 
-// freeLocked reports whether the overlap policy would start a run at once:
-// no run in flight, or under OverlapAllow fewer than WithMaxParallel. The
-// caller holds j.mu.
+// freeLocked reports whether a claim taken over would start at once: no
+// run in flight, or under OverlapAllow fewer than WithMaxParallel. A run
+// whose claim waits for the job's runs on other nodes to end is not in
+// flight: the claim taken over may be what it waits for, which would
+// otherwise wait for it in turn. The caller holds j.mu.
 func (j *Job) freeLocked(x *active) bool {
-	if c := j.cfg; c.overlap == OverlapAllow {
-		return c.maxParallel == 0 || x.runners < c.maxParallel
+	n := x.runners
+	for i := range x.runs {
+		if x.runs[i].waiting {
+			n--
+		}
 	}
-	return x.runners == 0
+	if c := j.cfg; c.overlap == OverlapAllow {
+		return c.maxParallel == 0 || n < c.maxParallel
+	}
+	return n == 0
 }
 
 // quiet reports whether nothing of the job's runs: no runner, and no
