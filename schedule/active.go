@@ -53,6 +53,8 @@ type rare struct {
 	claims    uint64                 // counts the Reclaims asked for: the one whose runs are held, while claiming
 	noter     *circulation.Trigger   // writes notes (writeNotes); Stop flushes it
 	pause     *pausing               // the note of the job's pause, while paused
+	resumed   time.Time              // the latest Resume: WithPauseOnFailures counts no slot that ran before it
+	failed    int                    // a job without a Store: its slots that Failed in a row (WithPauseOnFailures)
 }
 
 // rareLocked returns x.r, making it if need be. The caller holds the job's
@@ -73,7 +75,8 @@ func (x *active) tidyRareLocked() {
 	r := x.r
 	if r == nil || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 || r.recover != nil ||
 		r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 || len(r.waiting) > 0 ||
-		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 || r.pause != nil {
+		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 || r.pause != nil ||
+		!r.resumed.IsZero() || r.failed != 0 {
 		return
 	}
 	x.r = nil

@@ -21,15 +21,23 @@ import (
 //
 // Its options give the pause a note (Because), which PauseNote reports,
 // and an end (ResumeAt), when the job resumes as by Resume. A Pause of a
-// paused job changes only its note and its end, and only if given any.
+// paused job changes the note or the end it is given, and keeps the
+// other. A Pause whose end is not after now pauses nothing, and resumes a
+// paused job, at once.
 func (j *Job) Pause(opts ...PauseOption) {
 	var obs []Record
 	j.mu.Lock()
 	now := time.Now().Round(0)
-	if j.state != jobStopped {
-		j.notePauseLocked(now, j.paused(), opts)
+	if j.state == jobStopped {
+		j.mu.Unlock()
+		return
 	}
-	if !j.paused() && j.state != jobStopped {
+	if over := j.notePauseLocked(now, opts); over {
+		j.mu.Unlock()
+		j.Resume()
+		return
+	}
+	if !j.paused() {
 		obs = j.handDueLocked(now, true)
 		j.flags |= jobPaused
 		j.next = time.Time{}
@@ -50,16 +58,28 @@ func (j *Job) Pause(opts ...PauseOption) {
 // Resume ends a pause: the job's next slot is the first strictly after
 // now, which Next reports once Resume returns.
 func (j *Job) Resume() {
+	if refused := j.resume(nil); refused != nil {
+		panic(refused)
+	}
+}
+
+// resume is Resume; with end, only if the job's pause is still the one
+// whose end it is, and the job is not stopped. It returns what the
+// Scheduler panicked with, if it refused the job's timer.
+func (j *Job) resume(end *pausing) (refused any) {
 	j.mu.Lock()
-	if !j.paused() {
+	if !j.paused() || end != nil && (j.state == jobStopped || j.x == nil || j.x.r == nil || j.x.r.pause != end) {
 		j.mu.Unlock()
-		return
+		return nil
 	}
 	j.flags &^= jobPaused
 	j.forgetPauseLocked(true)
-	var refused any
+	now := time.Now().Round(0)
+	if j.cfg.pauseOn > 0 {
+		r := j.rareLocked(now)
+		r.resumed, r.failed = now, 0 // the failures before count no more
+	}
 	if j.state == jobStarted {
-		now := time.Now().Round(0)
 		j.noCatchUpBeforeLocked(now)
 		refused = j.armLocked(now)
 		if x := j.x; x != nil && x.look && !x.reclaiming && j.freeLocked(x) {
@@ -68,9 +88,7 @@ func (j *Job) Resume() {
 	}
 	j.mu.Unlock()
 	j.resync()
-	if refused != nil {
-		panic(refused)
-	}
+	return refused
 }
 
 // Paused reports whether the job is paused: Pause was called, and no

@@ -91,8 +91,11 @@ const (
 	// MisfireRunAll: each missed slot runs, oldest first, one after
 	// another, with Reason CatchUp, up to the catch-up limit
 	// (WithCatchUpLimit); the slots beyond the limit, the newest, are
-	// Missed. Replicas that catch up together take turns, whatever the
-	// overlap policy: each missed slot runs once, on one of them. Quartz
+	// Missed. Replicas that catch up together take turns: each missed
+	// slot runs once, on one of them, under OverlapSkip, OverlapBufferAll
+	// and OverlapAllow (a newer slot supersedes a catch-up waiting for its
+	// turn under OverlapBufferOne, as it would any run waiting, and
+	// replaces it under OverlapReplace). Quartz
 	// MISFIRE_INSTRUCTION_IGNORE_MISFIRE_POLICY; Temporal's catch-up
 	// window.
 	MisfireRunAll
@@ -139,6 +142,8 @@ type config struct {
 	lease       SharedStore // shared, if its Lease is positive: its runs' leases are renewed
 	node        string
 	observer    func(Record)
+	pauseOn     int                   // WithPauseOnFailures' count, 0 for never
+	pausedBy    func(PauseNote)       // WithPauseOnFailures' callback
 	sched       circulation.Scheduler // taken out by NewJob: the job's watch holds it
 }
 
@@ -155,7 +160,7 @@ func (c *config) isDefault() bool {
 	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
 		c.catchUp == d.catchUp && c.buffer == d.buffer && c.window == d.window && c.jitter == d.jitter && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
 		c.attempts == d.attempts && c.backoff == d.backoff && c.since.IsZero() &&
-		c.store == nil && c.node == "" && c.observer == nil && c.limit == nil && !c.limitSet
+		c.store == nil && c.node == "" && c.observer == nil && c.limit == nil && !c.limitSet && c.pauseOn == 0
 }
 
 // defaultNode is the default Record.Node: the host name and the process id.

@@ -98,6 +98,9 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	if renew != nil {
 		j.stopRenewal(x, renew)
 	}
+	if j.cfg.pauseOn > 0 && write {
+		j.counted(x, p, status, msg)
+	}
 	if f := j.cfg.observer; f != nil && report {
 		if p.inline {
 			j.report(f, p, end, status, msg)

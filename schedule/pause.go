@@ -41,43 +41,50 @@ type pausing struct {
 }
 
 // notePauseLocked keeps the note of the pause that starts, or goes on, at
-// now, with opts, and arms the end of the pause that ResumeAt asked for.
-// A Pause of a paused job with no options keeps its note; with some, they
-// make a new one, since the pause's start. The caller holds j.mu.
-func (j *Job) notePauseLocked(now time.Time, wasPaused bool, opts []PauseOption) {
-	r := j.active(now).rareLocked()
-	old := r.pause
-	if wasPaused && old != nil && len(opts) == 0 {
-		return
+// now, with opts, and arms its end. A paused job's note keeps what opts do
+// not change. It reports whether the pause is over already: its end is
+// not after now. The caller holds j.mu.
+func (j *Job) notePauseLocked(now time.Time, opts []PauseOption) (over bool) {
+	var old *pausing
+	if j.paused() && j.x != nil && j.x.r != nil {
+		old = j.x.r.pause
 	}
 	n := PauseNote{Since: now}
-	if wasPaused && old != nil {
-		n.Since = old.note.Since
+	if old != nil {
+		n = old.note
 	}
 	for _, o := range opts {
 		if o != nil {
 			o.applyPause(&n)
 		}
 	}
+	if !n.Until.IsZero() && !n.Until.After(now) {
+		return true
+	}
+	if old != nil && n == old.note {
+		return false
+	}
 	if old != nil && old.timer != nil {
 		old.timer.Stop()
 	}
 	p := &pausing{note: n}
-	r.pause = p
+	j.rareLocked(now).pause = p
 	if !n.Until.IsZero() {
-		p.timer = time.AfterFunc(n.Until.Sub(now), func() { j.resumeFrom(p) })
+		p.timer = time.AfterFunc(n.Until.Sub(now), func() { j.resume(p) })
 	}
+	return false
 }
 
-// resumeFrom ends the pause p, if it is still the job's: a Resume, or a
-// later Pause, has not taken its place.
-func (j *Job) resumeFrom(p *pausing) {
-	j.mu.Lock()
-	own := j.x != nil && j.x.r != nil && j.x.r.pause == p
-	j.mu.Unlock()
-	if own {
-		j.Resume()
+// rareLocked returns the job's rare state, made if need be. An active
+// state made for it before Start has no floor: what a Start catches up is
+// the Start's to say. The caller holds j.mu.
+func (j *Job) rareLocked(now time.Time) *rare {
+	made := j.x == nil
+	x := j.active(now)
+	if made && j.state != jobStarted {
+		x.floor = time.Time{}
 	}
+	return x.rareLocked()
 }
 
 // forgetPauseLocked stops the timer of the end of the job's pause, and,

@@ -89,8 +89,10 @@ func WithLease(d time.Duration) Option {
 // with any other finished status (Failed, Canceled, Skipped, Missed). The
 // default is 3 and 1, as for a Kubernetes CronJob; succeeded is at least
 // 1. A job's last record, the one with the latest Due, is never pruned,
-// whatever its status, and neither are Running records. Pruning runs after
-// every 16th Finish, and on Prune.
+// whatever its status, and neither are Running records, nor the newest
+// 100 records that came after the job's latest Succeeded one, which
+// schedule.WithPauseOnFailures counts. Pruning runs after every 16th
+// Finish, and on Prune.
 func WithHistory(succeeded, failed int) Option {
 	return optionFunc(func(o *options) { o.succeeded, o.failed = succeeded, failed })
 }

@@ -21,6 +21,15 @@ type queries struct {
 	heartbeat, nodes, forgetNodes   string
 }
 
+// keptStreak is schedule.MaxPauseOnFailures: how many of the records
+// that are not Succeeded, after a job's latest Succeeded one, pruning
+// keeps whatever WithHistory says, so that a job that pauses on failures
+// finds them; minDue stands for "no Succeeded record".
+const (
+	keptStreak = "100"
+	minDue     = "-9223372036854775807"
+)
+
 const columns = "job, due, reason, status, start_ns, end_ns, node, err, attempt"
 
 // readColumns are columns as a query reads them: a running record that
@@ -88,11 +97,14 @@ RETURNING stop_asked`
 	// ranked numbers a job's finished records, newest first, the
 	// succeeded and the others apart; doomed are those past the counts
 	// kept ($2 succeeded, $3 others), but never the job's last record,
-	// whatever its status: Last must still find where the job stopped.
+	// whatever its status: Last must still find where the job stopped;
+	// nor one of the newest keptStreak others that came after the job's
+	// latest Succeeded record: schedule.WithPauseOnFailures counts them.
 	rankedSQL = `SELECT due, status, ROW_NUMBER() OVER (
 	PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
 FROM {t} WHERE job = $1 AND status <> 0`
-	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE ((status = 1 AND rn > $2) OR (status <> 1 AND rn > $3))
+	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE ((status = 1 AND rn > $2) OR (status <> 1 AND rn > $3
+		AND (rn > ` + keptStreak + ` OR due < (SELECT COALESCE(MAX(s.due), ` + minDue + `) FROM {t} s WHERE s.job = $1 AND s.status = 1))))
 	AND due < (SELECT MAX(due) FROM {t} WHERE job = $1)`
 
 	// pruneMark finds the newest record pruning removes; pruneWater

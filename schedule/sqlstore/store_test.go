@@ -372,7 +372,59 @@ func TestPruneKeepsTheLastRecord(t *testing.T) {
 		assert.Len(t, h, 2, "the last record, failed, and one succeeded")
 		h, err = s.History(ctx, "only-failed", 10)
 		require.NoError(t, err)
-		assert.Len(t, h, 1, "the last record alone")
+		assert.Len(t, h, 2, "no record succeeded: the others are kept, up to 100, for a count of failures")
+	})
+}
+
+// TestPruneKeepsTheFailuresInARow prunes, alone and in batches, a job
+// whose records after its latest Succeeded one are more than the failed
+// ones kept: they stay, up to 100, since schedule.WithPauseOnFailures
+// counts them; those before it go, as the counts say.
+func TestPruneKeepsTheFailuresInARow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 1))
+		statuses := []schedule.Status{schedule.Succeeded, schedule.Failed, schedule.Failed, schedule.Succeeded,
+			schedule.Failed, schedule.Skipped, schedule.Failed, schedule.Failed}
+		for i, st := range statuses {
+			r := running("j", i, "a")
+			r.Status = st
+			require.NoError(t, s.Claim(ctx, r))
+		}
+		_, err := s.Prune(ctx, "j")
+		require.NoError(t, err)
+		dues := func(job string) []int {
+			h, err := s.History(ctx, job, 200)
+			require.NoError(t, err)
+			var d []int
+			for _, r := range h {
+				d = append(d, int(r.Due.Sub(slot(0))/(100*time.Millisecond)))
+			}
+			return d
+		}
+		assert.Equal(t, []int{7, 6, 5, 4, 3}, dues("j"))
+
+		// The batched pruning after Finishes, and the bound: of 120
+		// failures in a row, the newest 100 stay.
+		for i := range 121 {
+			r := running("k", i, "a")
+			require.NoError(t, s.Claim(ctx, r))
+			r.Status = schedule.Failed
+			if i == 0 {
+				r.Status = schedule.Succeeded
+			}
+			require.NoError(t, s.Finish(ctx, r))
+		}
+		eventually(t, "the background prunes", func() bool { return s.Stats().Prunes >= 121/16 })
+		d := dues("k")
+		assert.Less(t, len(d), 121, "the background pruned")
+		assert.Subset(t, d, []int{0, 21, 60, 120}, "the background pruned only what the counts and the failures in a row leave")
+		_, err = s.Prune(ctx, "k")
+		require.NoError(t, err)
+		d = dues("k")
+		require.Len(t, d, 101)
+		assert.Equal(t, 120, d[0])
+		assert.Equal(t, 21, d[99])
+		assert.Equal(t, 0, d[100], "the latest Succeeded")
 	})
 }
 
