@@ -256,6 +256,14 @@ func TestMaxRunsWithJitter(t *testing.T) {
 		last := h[0]
 		d := schedule.Jitter("j", last.Due, 50*time.Second)
 		assert.Equal(t, last.Due.Add(d), last.Start, "the last slot's jitter is Jitter(job, due, d)")
+		for _, r := range h {
+			if r.Start.After(r.Due) {
+				assert.Equal(t, r.Start, r.Planned, "the record keeps its planned start")
+			} else {
+				assert.True(t, r.Planned.IsZero())
+			}
+		}
+		require.Positive(t, d, "a test with a jitter")
 	})
 }
 

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,66 @@ VALUES ('` + name + `', 'h', '', '@hourly', '', true, false, false, '', '', '0s'
 		got, _, err = s.Definitions().Get(ctx, "new")
 		require.NoError(t, err)
 		assert.Equal(t, cron.Duration(time.Hour), got.CatchUpWindow, "updated")
+	})
+}
+
+// A Store migrates a table of version 5 that holds definitions to
+// version 6: they read with no MaxRuns and no Jitter, and so do those a
+// replica of version 5 writes after the migration; a definition with both
+// is saved, read and updated.
+func TestMigrateMaxRunsAndJitter(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		tb := tableFor(t)
+		db := openDB(t, b.driver, dsn)
+		_, err := sqlstore.NewAtVersion(ctx, db, b.dialect, 5, sqlstore.WithTable(tb))
+		require.NoError(t, err)
+		insert := func(name string) {
+			now := "2030-01-01T00:00:00.000000Z"
+			q := `INSERT INTO ` + tb + `_tasks (name, handler, business_id, spec, zone, permanent, once, paused, overlap, misfire,
+	timeout, retry_attempts, retry_backoff, version, created_at, updated_at, catch_up_window)
+VALUES ('` + name + `', 'h', '', '@hourly', '', true, false, false, '', '', '0s', 0, '0s', 1, '` + now + `', '` + now + `', '1h0m0s')`
+			_, err := db.Exec(q)
+			require.NoError(t, err)
+		}
+		insert("old")
+		require.NoError(t, func() error {
+			_, err := db.Exec(`INSERT INTO ` + tb + ` (job, due, reason, status, start_ns, end_ns, node, err, attempt)
+VALUES ('j', 1000, 0, 1, 1000, 2000, 'n', '', 1)`)
+			return err
+		}())
+
+		s := newStore(t, b, dsn)
+		got, _, err := s.Definitions().Get(ctx, "old")
+		require.NoError(t, err)
+		assert.Zero(t, got.MaxRuns, "a definition of version 5 has none")
+		assert.Zero(t, got.Jitter)
+		assert.Equal(t, cron.Duration(time.Hour), got.CatchUpWindow, "and keeps its window")
+		insert("written by version 5 after the migration")
+		got, _, err = s.Definitions().Get(ctx, "written by version 5 after the migration")
+		require.NoError(t, err)
+		assert.Zero(t, got.MaxRuns)
+		assert.Zero(t, got.Jitter)
+		last, err := s.Last(ctx, "j")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1000), last.Due.UnixNano(), "a record of version 5 reads")
+		assert.True(t, last.Planned.IsZero())
+
+		d := task("new")
+		d.MaxRuns, d.Jitter = math.MaxInt, cron.Duration(90*time.Second)
+		_, err = s.Definitions().Create(ctx, d)
+		require.NoError(t, err)
+		got, v, err := s.Definitions().Get(ctx, "new")
+		require.NoError(t, err)
+		assert.Equal(t, math.MaxInt, got.MaxRuns)
+		assert.Equal(t, cron.Duration(90*time.Second), got.Jitter)
+		got.MaxRuns, got.Jitter = 3, cron.Duration(time.Minute)
+		_, err = s.Definitions().Update(ctx, got, v)
+		require.NoError(t, err)
+		got, _, err = s.Definitions().Get(ctx, "new")
+		require.NoError(t, err)
+		assert.Equal(t, 3, got.MaxRuns, "updated")
+		assert.Equal(t, cron.Duration(time.Minute), got.Jitter, "updated")
 	})
 }
 

@@ -74,6 +74,12 @@ func (m migration) statements(d Dialect, table string) []string {
 // Version 5: a task's catch-up window (cron.Task.CatchUpWindow), as
 // time.Duration's String, "0s" for none: the default of the rows that a
 // replica of version 4 writes.
+//
+// Version 6: a task's run limit (cron.Task.MaxRuns, 0 for none) and
+// jitter (cron.Task.Jitter, as time.Duration's String, "0s" for none),
+// the defaults of the rows that a replica of version 5 writes; and a run
+// record's planned start (schedule.Record.Planned) in Unix nanoseconds,
+// NULL for none.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -209,6 +215,12 @@ FROM {t}`,
 	},
 }, {
 	all: []string{`ALTER TABLE {t}_tasks ADD COLUMN catch_up_window TEXT NOT NULL DEFAULT '0s'`},
+}, {
+	all: []string{
+		`ALTER TABLE {t}_tasks ADD COLUMN max_runs BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE {t}_tasks ADD COLUMN jitter TEXT NOT NULL DEFAULT '0s'`,
+		`ALTER TABLE {t} ADD COLUMN planned_ns BIGINT`,
+	},
 }}
 
 func init() {
