@@ -240,6 +240,15 @@ func init() {
 	}
 	migrations[2].postgres = append(released(migrations[1].postgres), migrations[2].postgres...)
 	migrations[2].sqlite = released(migrations[1].sqlite)
+	// Version 6's claims under a limit keep the planned start, p.
+	f := strings.NewReplacer(
+		"a integer, m bigint)", "a integer, m bigint, p bigint)",
+		"node, err, attempt, lease_until)", "node, err, attempt, planned_ns, lease_until)",
+		"c.x, c.a, now_us + lease", "c.x, c.a, c.p, now_us + lease").Replace(claimCountedFuncSQL)
+	if f == claimCountedFuncSQL || strings.Count(f, "planned_ns")+strings.Count(f, "c.p,")+strings.Count(f, "p bigint)") != 3 {
+		panic("sqlstore: the claims function of schema version 3 changed")
+	}
+	migrations[5].postgres = []string{f}
 }
 
 // SchemaVersion is the version of the schema this package creates and
