@@ -34,7 +34,7 @@ type fields struct {
 	Name, Handler, BusinessID, Spec, Zone, Start, End string
 	Permanent, Once, Paused                           bool
 	Overlap, Misfire, Timeout, Attempts, Backoff      string
-	CatchUpWindow                                     string
+	CatchUpWindow, MaxRuns, Jitter                    string
 }
 
 // localLayout is the layout of a datetime-local input.
@@ -56,6 +56,12 @@ func fieldsOf(t cron.Task, loc *time.Location) fields {
 	if t.CatchUpWindow != 0 {
 		f.CatchUpWindow = t.CatchUpWindow.String()
 	}
+	if t.MaxRuns != 0 {
+		f.MaxRuns = strconv.Itoa(t.MaxRuns)
+	}
+	if t.Jitter != 0 {
+		f.Jitter = t.Jitter.String()
+	}
 	if t.Retry.Attempts != 0 {
 		f.Attempts = strconv.Itoa(t.Retry.Attempts)
 	}
@@ -72,7 +78,8 @@ func fieldsFrom(r *http.Request) fields {
 		Spec: v("spec"), Zone: v("zone"), Start: v("start"), End: v("end"),
 		Permanent: v("permanent") != "", Once: v("once") != "", Paused: v("paused") != "",
 		Overlap: v("overlap"), Misfire: v("misfire"), Timeout: v("timeout"),
-		Attempts: v("retry.attempts"), Backoff: v("retry.backoff"), CatchUpWindow: v("catchUpWindow")}
+		Attempts: v("retry.attempts"), Backoff: v("retry.backoff"), CatchUpWindow: v("catchUpWindow"),
+		MaxRuns: v("maxRuns"), Jitter: v("jitter")}
 }
 
 // task returns the definition f holds, its times read in loc, or a
@@ -95,6 +102,14 @@ func (f fields) task(loc *time.Location) (cron.Task, error) {
 	}
 	if err := readDuration(f.CatchUpWindow, &t.CatchUpWindow); err != nil {
 		return bad("catchUpWindow", err)
+	}
+	if err := readDuration(f.Jitter, &t.Jitter); err != nil {
+		return bad("jitter", err)
+	}
+	if f.MaxRuns != "" {
+		if t.MaxRuns, err = strconv.Atoi(f.MaxRuns); err != nil {
+			return bad("maxRuns", fmt.Errorf("%q is not a number", f.MaxRuns))
+		}
 	}
 	if err := readDuration(f.Backoff, &t.Retry.Backoff); err != nil {
 		return bad("retry.backoff", err)

@@ -24,7 +24,7 @@ func TestCreateEditDelete(t *testing.T) {
 
 		res := f.post("/jobs/create", form("name", "shop 1", "handler", "ok", "businessId", "shop-1",
 			"spec", "0 9 * * 1-5", "zone", "Europe/Paris", "permanent", "1", "overlap", "buffer-one", "misfire", "skip",
-			"timeout", "90s", "retry.attempts", "3", "retry.backoff", "10s", "catchUpWindow", "2h", "version", "0"))
+			"timeout", "90s", "retry.attempts", "3", "retry.backoff", "10s", "catchUpWindow", "2h", "maxRuns", "40", "jitter", "30s", "version", "0"))
 		require.Equal(t, 303, res.status, res.body)
 		assert.Equal(t, "task?done=created&name=shop+1", res.header.Get("Location"))
 		got, v, err := f.defs.Get(context.Background(), "shop 1")
@@ -33,7 +33,7 @@ func TestCreateEditDelete(t *testing.T) {
 		assert.Equal(t, cron.Task{Name: "shop 1", Handler: "ok", BusinessID: "shop-1", Spec: "0 9 * * 1-5", Zone: "Europe/Paris",
 			Permanent: true, Overlap: "buffer-one", Misfire: "skip", Timeout: cron.Duration(90 * time.Second),
 			Retry: cron.Retry{Attempts: 3, Backoff: cron.Duration(10 * time.Second)}, CatchUpWindow: cron.Duration(2 * time.Hour),
-			Created: got.Created}, got)
+			MaxRuns: 40, Jitter: cron.Duration(30 * time.Second), Created: got.Created}, got)
 		synctest.Wait() // the Table applied it
 		var d jsonDetail
 		f.getJSON("/jobs/api/task?name=shop+1", 200, &d)
@@ -91,6 +91,9 @@ func TestCreateEditDelete(t *testing.T) {
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "retry.attempts", "x", "permanent", "1"}, "retry.attempts"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "catchUpWindow", "soon", "permanent", "1"}, "catchUpWindow"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "catchUpWindow", "1.5s", "permanent", "1"}, "catchUpWindow"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "maxRuns", "x", "permanent", "1"}, "maxRuns"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "maxRuns", "-1", "permanent", "1"}, "maxRuns"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "jitter", "1.5s", "permanent", "1"}, "jitter"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "*/70 * * * *", "permanent", "1"}, "spec"},
 		} {
 			res = f.post("/jobs/update", form(append(c.kv, "version", "4")...))

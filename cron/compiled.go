@@ -47,7 +47,7 @@ var misfires = map[string]schedule.Misfire{
 // compiled is a validated task, held compactly, since a Table holds one a
 // task and may hold a million: its definition but for its name, which the
 // Table holds it by, with its times as Unix seconds and nanoseconds and its
-// policies parsed, in 128 bytes where a Task takes 216. Its spec is read
+// policies parsed, in 144 bytes where a Task takes 248. Its spec is read
 // again, from the Table's specs, when a Schedule is made of it
 // (scheduleOf).
 type compiled struct {
@@ -58,9 +58,11 @@ type compiled struct {
 	// since which a task that has no record owes its slots (since).
 	seen               int64
 	timeout, backoff   int64 // time.Durations
+	maxRuns            int64 // the slots counted from the anchor (limited); 0 for no limit
 	startNsec, endNsec int32
 	attempts           int32
 	window             uint32 // the catch-up window, in seconds; 0 for none
+	jitter             uint32 // in seconds; 0 for none
 	permanent, once    bool
 	paused             bool // the definition's Paused; the Table's entry says whether the task is paused
 	created            bool // seen is the definition's Created: no slot before it is owed, whatever the records say
@@ -89,7 +91,7 @@ func (c *compiled) task(name string) Task {
 		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once, Paused: c.paused,
 		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire], Timeout: Duration(c.timeout),
 		Retry: Retry{Attempts: int(c.attempts), Backoff: Duration(c.backoff)}, CatchUpWindow: Duration(c.window) * Duration(time.Second),
-		Created: time.Unix(0, c.seen).UTC()}
+		MaxRuns: int(c.maxRuns), Jitter: Duration(c.jitter) * Duration(time.Second), Created: time.Unix(0, c.seen).UTC()}
 }
 
 // floor returns the time before which the task owes no slot whatever its
@@ -105,12 +107,13 @@ func (c *compiled) floor() time.Time {
 
 // since returns the time since which the task has been scheduled: a job
 // of it that finds no record in the store owes the slots after it, by its
-// misfire policy. It is seen; for a Once task whose Start is earlier, the
-// instant before its Start, so that a task meant to run once runs even if
-// its one time passed before the Table first loaded it.
+// misfire policy. It is seen; for a Once task, or one with MaxRuns, whose
+// Start is earlier, the instant before its Start, so that a task meant to
+// run once, or n times, runs even if its times passed before the Table
+// first loaded it.
 func (c *compiled) since() time.Time {
 	s := time.Unix(0, c.seen)
-	if start := c.start(); c.once && !start.IsZero() && !start.After(s) {
+	if start := c.start(); c.limited() && !start.IsZero() && !start.After(s) {
 		s = start.Add(-1)
 	}
 	return s
@@ -141,6 +144,7 @@ func (c *compiled) same(d Task) bool {
 		c.start().Equal(d.Start) && c.end().Equal(d.End) && c.permanent == d.Permanent && c.once == d.Once &&
 		c.paused == d.Paused && c.timeout == int64(d.Timeout) && int(c.attempts) == d.Retry.Attempts && c.backoff == int64(d.Retry.Backoff) &&
 		time.Duration(c.window)*time.Second == time.Duration(d.CatchUpWindow) &&
+		c.maxRuns == int64(d.MaxRuns) && time.Duration(c.jitter)*time.Second == time.Duration(d.Jitter) &&
 		(d.Created.IsZero() || (inNanos(d.Created) && c.seen == d.Created.UnixNano()))
 }
 
@@ -148,7 +152,20 @@ func (c *compiled) same(d Task) bool {
 func (c *compiled) sameTimes(b *compiled) bool {
 	return c.spec == b.spec && c.zone == b.zone && c.startSec == b.startSec && c.startNsec == b.startNsec &&
 		c.endSec == b.endSec && c.endNsec == b.endNsec && c.permanent == b.permanent && c.once == b.once &&
-		(!c.once || c.seen == b.seen) // a Once task's one time depends on seen
+		c.maxRuns == b.maxRuns && (!c.limited() || c.seen == b.seen) // a Once task's one time, and the slots counted, depend on seen
+}
+
+// limited reports whether c runs a count of slots from its anchor: Once
+// (one) or MaxRuns.
+func (c *compiled) limited() bool { return c.once || c.maxRuns > 0 }
+
+// anchor returns the time after which c's slots are counted, if limited:
+// the instant before its Start, or seen.
+func (c *compiled) anchor() time.Time {
+	if start := c.start(); !start.IsZero() {
+		return start.Add(-1)
+	}
+	return time.Unix(0, c.seen)
 }
 
 // A policy is what a task's job is made with and keeps for its life: a
@@ -158,14 +175,14 @@ type policy struct {
 	overlap          schedule.Overlap
 	misfire          schedule.Misfire
 	attempts         int32 // 0 for no retry, else 2 or more
-	window           uint32
+	window, jitter   uint32
 	timeout, backoff int64
 }
 
 // policy returns c's, with the retries that make no difference left out:
 // an Attempts below 2, and its Backoff, mean no retry.
 func (c *compiled) policy() policy {
-	p := policy{overlap: c.overlap, misfire: c.misfire, timeout: c.timeout, window: c.window}
+	p := policy{overlap: c.overlap, misfire: c.misfire, timeout: c.timeout, window: c.window, jitter: c.jitter}
 	if c.attempts >= 2 {
 		p.attempts, p.backoff = c.attempts, c.backoff
 	}
@@ -183,6 +200,9 @@ func (p policy) options() []schedule.Option {
 	}
 	if p.window > 0 {
 		opts = append(opts, schedule.WithCatchUpWindow(time.Duration(p.window)*time.Second))
+	}
+	if p.jitter > 0 {
+		opts = append(opts, schedule.WithJitter(time.Duration(p.jitter)*time.Second))
 	}
 	return opts
 }
@@ -255,8 +275,8 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("spec", err)
 	}
 	switch {
-	case !d.Permanent && !d.Once && d.End.IsZero():
-		return fail("end", errors.New("required unless permanent or once"))
+	case !d.Permanent && !d.Once && d.MaxRuns == 0 && d.End.IsZero():
+		return fail("end", errors.New("required unless permanent, once or maxRuns"))
 	case d.Permanent && !d.End.IsZero():
 		return fail("end", errors.New("set on a permanent task"))
 	case !d.End.IsZero() && !d.Start.IsZero() && d.End.Before(d.Start):
@@ -289,6 +309,16 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("catchUpWindow", errors.New(d.CatchUpWindow.String()+" is not a whole number of seconds"))
 	case d.CatchUpWindow > maxWindow:
 		return fail("catchUpWindow", errors.New(d.CatchUpWindow.String()+" is longer than 100 years"))
+	case d.Jitter < 0:
+		return fail("jitter", errors.New("negative: "+d.Jitter.String()))
+	case d.Jitter%Duration(time.Second) != 0:
+		return fail("jitter", errors.New(d.Jitter.String()+" is not a whole number of seconds"))
+	case d.Jitter > maxWindow:
+		return fail("jitter", errors.New(d.Jitter.String()+" is longer than 100 years"))
+	case d.MaxRuns < 0:
+		return fail("maxRuns", errors.New("negative: "+strconv.Itoa(d.MaxRuns)))
+	case d.Once && d.MaxRuns > 1:
+		return fail("maxRuns", errors.New(strconv.Itoa(d.MaxRuns)+" on a once task, which runs once"))
 	case !d.Created.IsZero() && !inNanos(d.Created):
 		return fail("created", errors.New(d.Created.UTC().Format(time.RFC3339)+" is out of range: want a time from 1678 to 2262"))
 	}
@@ -296,7 +326,8 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		startSec: d.Start.Unix(), startNsec: int32(d.Start.Nanosecond()), endSec: d.End.Unix(), endNsec: int32(d.End.Nanosecond()),
 		permanent: d.Permanent, once: d.Once, paused: d.Paused, misfire: m, overlap: o,
 		timeout: int64(d.Timeout), attempts: int32(d.Retry.Attempts), backoff: int64(d.Retry.Backoff), seen: seen,
-		window: uint32(d.CatchUpWindow / Duration(time.Second))}
+		window: uint32(d.CatchUpWindow / Duration(time.Second)), jitter: uint32(d.Jitter / Duration(time.Second)),
+		maxRuns: int64(d.MaxRuns)}
 	switch {
 	case !d.Created.IsZero():
 		c.seen, c.created = d.Created.UnixNano(), true
@@ -322,17 +353,16 @@ func (c *compiled) runs(s schedule.Schedule, now time.Time) error {
 		}
 		return "between its start and end, " + start.UTC().Format(time.RFC3339) + " and " + end.UTC().Format(time.RFC3339)
 	}
-	if c.once {
-		from := time.Unix(0, c.seen)
-		if !start.IsZero() {
-			from = start.Add(-1)
-		}
+	if c.limited() {
+		from := c.anchor()
 		at := s.Next(from)
 		switch {
 		case at.IsZero() || at.After(later(from, now).AddDate(aheadYears, 0, 0)):
 			return errors.New("no time in the " + strconv.Itoa(aheadYears) + " years after " + from.UTC().Format(time.RFC3339))
-		case !end.IsZero() && at.After(end):
+		case !end.IsZero() && at.After(end) && c.once:
 			return errors.New("its one time, " + at.UTC().Format(time.RFC3339) + ", is after its end, " + end.UTC().Format(time.RFC3339))
+		case !end.IsZero() && at.After(end):
+			return errors.New("its first time, " + at.UTC().Format(time.RFC3339) + ", is after its end, " + end.UTC().Format(time.RFC3339))
 		}
 		return nil
 	}
@@ -417,7 +447,9 @@ func loadZone(name string) (*time.Location, error) {
 }
 
 // scheduleOf returns the Schedule of c, a task t compiled; a Once task
-// without a Start runs at the first time of its spec after c.seen. The spec
+// without a Start runs at the first time of its spec after c.seen, and a
+// task with MaxRuns at the first MaxRuns in its window after its anchor,
+// counted as a Once task's one time is (schedule.First). The spec
 // is read again, from t's specs: the tasks of one spec share it.
 func (t *Table) scheduleOf(c *compiled) schedule.Schedule {
 	loc := t.loc
@@ -427,18 +459,17 @@ func (t *Table) scheduleOf(c *compiled) schedule.Schedule {
 	s, _ := t.parse(c.spec, loc) // compile read it
 	start, end := c.start(), c.end()
 	if c.once {
-		from := time.Unix(0, c.seen)
-		if !start.IsZero() {
-			from = start.Add(-1)
-		}
-		if at := s.Next(from); !at.IsZero() {
+		if at := s.Next(c.anchor()); !at.IsZero() {
 			s = schedule.Once(at)
 		} else {
 			s = schedule.At()
 		}
 	}
-	if start.IsZero() && end.IsZero() {
-		return s // shared by every task of the same spec
+	if !start.IsZero() || !end.IsZero() {
+		s = schedule.Between(s, start, end)
 	}
-	return schedule.Between(s, start, end)
+	if c.maxRuns > 0 {
+		s = schedule.First(s, c.anchor(), int(c.maxRuns))
+	}
+	return s // without a window or a count, shared by every task of the same spec
 }

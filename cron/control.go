@@ -85,6 +85,9 @@ func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, erro
 			s.Task = it.e.c.Load().task(it.name)
 			s.Task.Paused = it.held
 			s.Next = it.e.job.Next()
+			if n, ok := it.e.job.Remaining(); ok {
+				s.Remaining = n
+			}
 		}
 		s.Refused = it.refused.err
 		s.Last = lasts[it.name]

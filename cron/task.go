@@ -42,6 +42,17 @@ type Task struct {
 	// Once makes the task run once: at the first time of Spec at or after
 	// Start, or, without a Start, after the Table first loaded the task.
 	Once bool `json:"once,omitempty"`
+	// MaxRuns limits the task to its first MaxRuns slots: the times of
+	// Spec within [Start, End] at or after Start, or, without a Start,
+	// after Created, as Once counts its one (schedule.First). Each slot
+	// uses its turn whether it ran or not: one skipped by the Overlap
+	// policy, or missed, counts. After the last, the task has no run left,
+	// as one past its End. Every replica and every restart derive the
+	// same slots from the definition, with nothing else kept. A task
+	// with MaxRuns needs no End. Zero means no limit; it must not be
+	// negative, and a Once task's is 0 or 1. Quartz's repeatCount,
+	// Temporal's limited actions.
+	MaxRuns int `json:"maxRuns,omitempty"`
 	// Paused keeps the task loaded, in the Table's inventory, with its
 	// job, but runs none of its slots until it is resumed: they pass
 	// without a run, and are not caught up after (schedule.Job.Pause).
@@ -69,6 +80,13 @@ type Task struct {
 	// (WithJobOptions); it must be a whole number of seconds, from 0 to
 	// 100 years.
 	CatchUpWindow Duration `json:"catchUpWindow,omitzero"`
+	// Jitter spreads the task's scheduled runs: each slot starts up to
+	// Jitter after its due time, by a delay that the task's name and the
+	// slot decide, the same on every replica, and within the first half
+	// of the time to the next slot (schedule.WithJitter). Zero means no
+	// jitter, or the Table's (WithJobOptions); it must be a whole number
+	// of seconds, from 0 to 100 years.
+	Jitter Duration `json:"jitter,omitzero"`
 	// Created is when the task was first defined: a task that has no
 	// record in the store owes the slots due after then, by its Misfire
 	// policy, as schedule.WithSince says, so that a task defined while no
@@ -132,6 +150,11 @@ type TaskState struct {
 	// Running counts the task's runs in flight: the calls of its Handler
 	// that have not returned.
 	Running int
+	// Remaining is what is left of the task's MaxRuns: MaxRuns less the
+	// slots counted at or before the call, whether they ran or not
+	// (Temporal's remaining actions); zero once the last has fallen due,
+	// and zero for a task without MaxRuns.
+	Remaining int
 	// Refused is why the latest Apply refused the task's definition (a
 	// *TaskError naming the field: a handler this Table does not have, a
 	// zone it cannot load), or nil. The definition in force before it, if
@@ -212,12 +235,13 @@ func parseDuration(s string) (Duration, error) {
 //   - Zone is not an IANA zone; Spec does not parse with ParseStrict (the
 //     error wraps the *ParseError): a step such as "*/70" in the minutes,
 //     which Parse reads as ISC cron does, as every hour, is refused;
-//   - End is missing and neither Permanent nor Once is set, or End is
-//     set on a permanent task, or is before Start, or has passed;
+//   - End is missing and neither Permanent, Once nor MaxRuns is set, or
+//     End is set on a permanent task, or is before Start, or has passed;
+//   - MaxRuns is negative, or above 1 on a Once task;
 //   - Overlap or Misfire is not one of the names in their docs;
 //   - Timeout, Retry.Attempts or Retry.Backoff is negative; Created is
-//     outside the years 1678 to 2262; CatchUpWindow is negative, not a
-//     whole number of seconds, or longer than 100 years;
+//     outside the years 1678 to 2262; CatchUpWindow or Jitter is
+//     negative, not a whole number of seconds, or longer than 100 years;
 //   - Start is more than 100 years ahead;
 //   - Spec has no time to run at ("spec"): no time in the next 100 years
 //     after now (such as "0 0 30 2 *", February 30), or none within
@@ -226,7 +250,9 @@ func parseDuration(s string) (Duration, error) {
 //     may have passed already: a job with no record owes it by its Misfire
 //     policy (run-once and run-all run it at once, skip records it
 //     Missed), so a Once task loaded after its time still runs once,
-//     unless its CatchUpWindow has passed.
+//     unless its CatchUpWindow has passed. So must the first of the
+//     slots of a task with MaxRuns, counted from the same anchor; those
+//     that have passed are owed as a Once task's.
 //
 // A Table loads a spec with Parse, not ParseStrict, so that a definition
 // saved before it was refused runs as it did.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -63,6 +64,17 @@ func refused(now time.Time) map[string]struct {
 			d.Spec, d.Once, d.Permanent, d.End = "0 12 * * *", true, false, now.Add(11*time.Hour)
 		})},
 		"in 150 years": {"start", base(func(d *cron.Task) { d.Start = now.AddDate(150, 0, 0) })},
+		"maxRuns":      {"maxRuns", base(func(d *cron.Task) { d.MaxRuns = -1 })},
+		"maxRuns once": {"maxRuns", base(func(d *cron.Task) { d.Once, d.Permanent, d.MaxRuns = true, false, 2 })},
+		"maxRuns, none": {"spec", base(func(d *cron.Task) {
+			d.Spec, d.Permanent, d.MaxRuns = "0 0 30 2 *", false, 3
+		})},
+		"maxRuns after end": {"spec", base(func(d *cron.Task) {
+			d.Spec, d.Permanent, d.MaxRuns, d.End = "0 12 * * *", false, 3, now.Add(11*time.Hour)
+		})},
+		"jitter":          {"jitter", base(func(d *cron.Task) { d.Jitter = -1 })},
+		"jitter fraction": {"jitter", base(func(d *cron.Task) { d.Jitter = cron.Duration(1500 * time.Millisecond) })},
+		"jitter too long": {"jitter", base(func(d *cron.Task) { d.Jitter = cron.Duration(101 * 36525 * 24 * 36 * time.Second) })},
 	}
 }
 
@@ -91,6 +103,12 @@ func valid(now time.Time) map[string]cron.Task {
 		"created in future":    base(func(d *cron.Task) { d.Created = now.Add(time.Hour) }),
 		"every":                base(func(d *cron.Task) { d.Spec = "@every 90m" }),
 		"once, no end":         base(func(d *cron.Task) { d.Once, d.Permanent = true, false }),
+		"maxRuns, no end":      base(func(d *cron.Task) { d.MaxRuns, d.Permanent = 3, false }),
+		"maxRuns, permanent":   base(func(d *cron.Task) { d.MaxRuns = 3 }),
+		"maxRuns huge":         base(func(d *cron.Task) { d.MaxRuns, d.Permanent = math.MaxInt, false }),
+		"maxRuns, once":        base(func(d *cron.Task) { d.MaxRuns, d.Once = 1, true }),
+		"maxRuns, passed":      base(func(d *cron.Task) { d.MaxRuns, d.Start, d.Permanent = 2, now.Add(-5*time.Hour), false }),
+		"jitter":               base(func(d *cron.Task) { d.Jitter = cron.Duration(time.Minute) }),
 	}
 }
 
@@ -164,6 +182,11 @@ func TestTaskValidateMessages(t *testing.T) {
 			"end passed":      `cron: task "t": end: 1999-12-31T23:59:59Z has passed`,
 			"backoff":         `cron: task "t": retry.backoff: negative: -1s`,
 			"timeout":         `cron: task "t": timeout: negative: -1ns`,
+			"maxRuns":         `cron: task "t": maxRuns: negative: -1`,
+			"maxRuns once":    `cron: task "t": maxRuns: 2 on a once task, which runs once`,
+			"maxRuns, none":   `cron: task "t": spec: no time in the 100 years after 2000-01-01T00:00:00Z`,
+			"jitter fraction": `cron: task "t": jitter: 1.5s is not a whole number of seconds`,
+			"no end":          `cron: task "t": end: required unless permanent, once or maxRuns`,
 		} {
 			assert.EqualError(t, refused(now)[name].task.Validate(), want, name)
 		}
@@ -190,12 +213,15 @@ func TestDecodeTasksRoundTrip(t *testing.T) {
 	want := []cron.Task{
 		{Name: "a", Handler: "h", BusinessID: "b", Spec: "0 9 * * *", Zone: "Europe/Paris", Start: at, End: at.AddDate(1, 0, 0),
 			Once: true, Paused: true, Overlap: "replace", Misfire: "run-all", Timeout: cron.Duration(90 * time.Second),
-			Retry: cron.Retry{Attempts: 3, Backoff: cron.Duration(10 * time.Second)}, Created: at.Add(-time.Hour)},
+			Retry: cron.Retry{Attempts: 3, Backoff: cron.Duration(10 * time.Second)}, Created: at.Add(-time.Hour),
+			MaxRuns: 1, Jitter: cron.Duration(time.Minute), CatchUpWindow: cron.Duration(time.Hour)},
 		{Name: "b", Handler: "h", Spec: "@hourly", Permanent: true},
 	}
 	b, err := json.Marshal(want)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"timeout":"1m30s","retry":{"attempts":3,"backoff":"10s"}`)
+	assert.Contains(t, string(b), `"maxRuns":1,`)
+	assert.Contains(t, string(b), `"jitter":"1m0s"`)
 	assert.NotContains(t, string(b), `"retry":{}`, "a zero Retry is left out")
 	got, err := cron.DecodeTasks(bytes.NewReader(b))
 	require.NoError(t, err)

@@ -98,6 +98,7 @@ type pending struct {
 	run      Run
 	claim    *handover // a claim a SharedStore handed over, or nil: the runner claims the slot
 	start    time.Time // once claimed: when the run started (Record.Start)
+	planned  time.Time // once claimed: Record.Planned
 	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
 	inline   bool      // a catch-up run inside another run's: its outcome reaches the Observer at once
 	handed   bool      // held for its owner (Sharer) and found unclaimed: not held again

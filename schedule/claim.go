@@ -156,11 +156,12 @@ func (j *Job) busySkipped(ctx context.Context, r *Run) {
 //go:noinline
 func (j *Job) claim(ctx context.Context, cancel context.CancelCauseFunc, x *active, p *pending) error {
 	p.start = time.Now().Round(0)
+	p.planned = j.plannedOf(&p.run)
 	var err error
 	if o := x.own; o != nil {
 		err = o.claim(p.run.Due)
 	} else if m, ok := x.store.(*MemoryStore); ok {
-		err = m.claimRun(&p.run, p.start, j.cfg.nodeName(), j.cfg.concurrency(), cancel)
+		err = m.claimRun(&p.run, p.start, p.planned, j.cfg.nodeName(), j.cfg.concurrency(), cancel)
 	} else {
 		err = j.claimIn(ctx, cancel, x.store, p)
 	}
@@ -178,7 +179,7 @@ func (j *Job) claim(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 func (j *Job) claimIn(ctx context.Context, cancel context.CancelCauseFunc, s Store, p *pending) error {
 	r := &p.run
 	rec := Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
-		Start: p.start, Node: j.cfg.nodeName(), Attempt: 1}
+		Start: p.start, Node: j.cfg.nodeName(), Attempt: 1, Planned: p.planned}
 	ss := j.cfg.shared
 	if ss == nil {
 		return s.Claim(ctx, rec)

@@ -103,7 +103,8 @@ func (j *Job) Paused() bool {
 // strictly after now, which Next reports once SetSchedule returns. A slot
 // of the old schedule due by now is handled first, as it would have been.
 // The latest call wins. A job whose schedule had ended runs again on s.
-// SetSchedule panics if s is nil.
+// A job started with WithMaxRuns counts the slots of s from the time it
+// counted those of its old schedule from. SetSchedule panics if s is nil.
 func (j *Job) SetSchedule(s Schedule) {
 	if s == nil {
 		panic("schedule: SetSchedule with a nil Schedule")
@@ -111,6 +112,9 @@ func (j *Job) SetSchedule(s Schedule) {
 	var obs []Record
 	var refused any
 	j.mu.Lock()
+	if f, ok := j.sched.(*first); ok && f.job {
+		s = j.limitLocked(s, f.after)
+	}
 	if j.state == jobStarted && !j.paused() {
 		now := time.Now().Round(0)
 		obs = j.handDueLocked(now, true)

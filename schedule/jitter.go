@@ -59,6 +59,22 @@ func (j *Job) Planned(due time.Time) time.Time {
 	return j.plannedLocked(j.sched, due)
 }
 
+// plannedOf returns the Record.Planned of r, a run about to be claimed:
+// its slot's planned start, if later than its Due. The caller must not
+// hold j.mu.
+func (j *Job) plannedOf(r *Run) time.Time {
+	if j.cfg.jitter <= 0 || (r.Reason != Scheduled && r.Reason != CatchUp) {
+		return time.Time{}
+	}
+	j.mu.Lock()
+	p := j.plannedLocked(j.sched, r.Due)
+	j.mu.Unlock()
+	if !p.After(r.Due) {
+		return time.Time{}
+	}
+	return p
+}
+
 // plannedLocked is Planned, for the slot due of sched. The caller holds
 // j.mu.
 func (j *Job) plannedLocked(sched Schedule, due time.Time) time.Time {

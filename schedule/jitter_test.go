@@ -192,3 +192,40 @@ func TestJitterRetriesAFailedClaim(t *testing.T) {
 		assert.Equal(t, schedule.Succeeded, recs[0].Status, "%v", l.summary())
 	})
 }
+
+// A run's Record carries its planned start, to the Observer and in the
+// store, for a jittered slot; a Manual run's has none, and neither has a
+// job without a jitter.
+func TestRecordPlanned(t *testing.T) {
+	for _, d := range []time.Duration{0, 20 * time.Second} {
+		synctest.Test(t, func(t *testing.T) {
+			store := schedule.NewMemoryStore(100)
+			var l journal
+			j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(time.Second),
+				schedule.WithStore(store), schedule.WithJitter(d), schedule.WithObserver(l.observe))
+			start(t, j)
+			time.Sleep(3*time.Minute + 30*time.Second)
+			j.RunNow()
+			time.Sleep(5 * time.Second)
+			stop(t, j)
+			h, err := store.History(t.Context(), "j", 10)
+			require.NoError(t, err)
+			require.Len(t, h, 4)
+			jittered := 0
+			for _, r := range append(h, l.recs()...) {
+				want := r.Due.Add(schedule.Jitter("j", r.Due, d))
+				switch {
+				case r.Reason == schedule.Manual, want.Equal(r.Due):
+					assert.True(t, r.Planned.IsZero(), "%+v", r)
+				default:
+					jittered++
+					assert.True(t, want.Equal(r.Planned), "%+v", r)
+					assert.True(t, want.Equal(r.Start), "%+v", r)
+				}
+			}
+			if d > 0 {
+				assert.Positive(t, jittered)
+			}
+		})
+	}
+}

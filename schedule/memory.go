@@ -93,7 +93,7 @@ func (m *MemoryStore) insertLocked(r Record) error {
 // cancels the run, should a newer one replace it. A slot after every
 // record held, the usual claim, is recorded here; others go through
 // claimSlow.
-func (m *MemoryStore) claimRun(r *Run, start time.Time, node string, c Concurrency, stop func(error)) error {
+func (m *MemoryStore) claimRun(r *Run, start, planned time.Time, node string, c Concurrency, stop func(error)) error {
 	m.mu.Lock()
 	if rs := m.jobs[r.Job]; len(rs) > 0 && rs[len(rs)-1].Due.Before(r.Due) {
 		if err := m.admitLocked(r.Job, c, true); err != nil {
@@ -108,19 +108,19 @@ func (m *MemoryStore) claimRun(r *Run, start time.Time, node string, c Concurren
 		rs = append(rs, Record{})
 		rec := &rs[len(rs)-1]
 		rec.Job, rec.Due, rec.Reason, rec.Status = r.Job, r.Due, r.Reason, Running
-		rec.Start, rec.Node, rec.Attempt = start, node, 1
+		rec.Start, rec.Node, rec.Attempt, rec.Planned = start, node, 1, planned
 		m.jobs[r.Job] = rs
 		m.openLocked(r.Job, openClaim{due: r.Due, node: node, attempt: 1, reason: r.Reason, stop: stop})
 		m.mu.Unlock()
 		return nil
 	}
 	m.mu.Unlock()
-	return m.claimSlow(r, start, node, c, stop)
+	return m.claimSlow(r, start, planned, node, c, stop)
 }
 
 //go:noinline
-func (m *MemoryStore) claimSlow(r *Run, start time.Time, node string, c Concurrency, stop func(error)) error {
-	rec := Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running, Start: start, Node: node, Attempt: 1}
+func (m *MemoryStore) claimSlow(r *Run, start, planned time.Time, node string, c Concurrency, stop func(error)) error {
+	rec := Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running, Start: start, Node: node, Attempt: 1, Planned: planned}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.claimRunLocked(rec, c, stop)

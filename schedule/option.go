@@ -129,6 +129,7 @@ type config struct {
 	buffer      int           // WithBufferLimit's, 0 for the default
 	window      time.Duration // WithCatchUpWindow's, 0 for none
 	jitter      time.Duration // WithJitter's, 0 for none
+	maxRuns     int           // WithMaxRuns', 0 for no limit
 	grace       time.Duration
 	timeout     time.Duration
 	retry       time.Duration // WithClaimRetry's, or -1: the default
@@ -158,7 +159,7 @@ var defaultConfig = &config{grace: defaultGrace, catchUp: defaultCatchUp, retry:
 func (c *config) isDefault() bool {
 	d := defaultConfig
 	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
-		c.catchUp == d.catchUp && c.buffer == d.buffer && c.window == d.window && c.jitter == d.jitter && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
+		c.catchUp == d.catchUp && c.buffer == d.buffer && c.window == d.window && c.jitter == d.jitter && c.maxRuns == d.maxRuns && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
 		c.attempts == d.attempts && c.backoff == d.backoff && c.since.IsZero() &&
 		c.store == nil && c.node == "" && c.observer == nil && c.limit == nil && !c.limitSet && c.pauseOn == 0
 }

@@ -17,7 +17,7 @@ func (j *Job) claimed(p *pending) Record {
 	}
 	r := &p.run
 	return Record{Job: r.Job, Due: r.Due, Reason: r.Reason, Status: Running,
-		Start: p.start, Node: j.cfg.nodeName(), Attempt: r.Attempt}
+		Start: p.start, Node: j.cfg.nodeName(), Attempt: r.Attempt, Planned: p.planned}
 }
 
 // finish records the outcome of the run of p, whose Func has returned,

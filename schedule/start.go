@@ -97,6 +97,12 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 			outage = true
 		}
 	}
+	var counted time.Time // WithMaxRuns: the time the job's slots are counted from
+	if j.cfg.maxRuns > 0 {
+		if counted = since; counted.IsZero() {
+			counted = j.sinceOf(ctx, time.Now().Round(0), read)
+		}
+	}
 
 	var obs []Record
 	var refused any // the Scheduler's panic when arming the job's timer
@@ -110,6 +116,9 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		}
 		j.state = jobStarted
 		now := time.Now().Round(0)
+		if j.cfg.maxRuns > 0 {
+			j.sched = j.limitLocked(j.sched, counted)
+		}
 		if outage {
 			// Slots before the start may be owed: nothing is beneath
 			// catching up. (A job that read its last record makes its

@@ -71,6 +71,13 @@ type Record struct {
 	// claim over to another node. It is 0 on the records of slots that did
 	// not run (Skipped, Missed).
 	Attempt int
+	// Planned is when the run was meant to start, if later than Due: the
+	// due time of a Scheduled or CatchUp slot plus its jitter (WithJitter,
+	// Job.Planned). It is zero if the run was meant to start at Due:
+	// without a jitter, with a jitter of 0 for the slot, for a Manual run,
+	// and on the records of slots that did not run. A Store keeps it with
+	// the claim; a run taken over (Recovered) keeps its claim's.
+	Planned time.Time
 }
 
 // A Store keeps the execution records of jobs. It is where two Jobs with the

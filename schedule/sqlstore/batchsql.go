@@ -10,17 +10,18 @@ import (
 
 // The statements of a batch take its records as one JSON array in $1,
 // which each dialect reads as a table b of typed columns: j job, d due,
-// r reason, st status, s start_ns, e end_ns, n node, x err, a attempt.
+// r reason, st status, s start_ns, e end_ns, n node, x err, a attempt,
+// p planned_ns.
 // One parameter, whatever the size of the batch, and no driver-specific
 // array type: any driver passes a string.
 
 // recordsSQL is the table b of the JSON records in $1.
 func recordsSQL(d Dialect) string {
 	if d == PostgreSQL {
-		return `json_to_recordset(CAST($1 AS json)) AS b(j text, d bigint, r smallint, st smallint, s bigint, e bigint, n text, x text, a integer)`
+		return `json_to_recordset(CAST($1 AS json)) AS b(j text, d bigint, r smallint, st smallint, s bigint, e bigint, n text, x text, a integer, p bigint)`
 	}
 	return `(SELECT value->>'j' AS j, value->>'d' AS d, value->>'r' AS r, value->>'st' AS st, value->>'s' AS s,
-	value->>'e' AS e, value->>'n' AS n, value->>'x' AS x, value->>'a' AS a FROM json_each($1)) AS b`
+	value->>'e' AS e, value->>'n' AS n, value->>'x' AS x, value->>'a' AS a, value->>'p' AS p FROM json_each($1)) AS b`
 }
 
 // jobsSQL is the distinct job names of the JSON array of strings in $1.
@@ -47,7 +48,7 @@ type batchQueries struct {
 // index for each, on SQLite the latest due of each job first.
 func lastOfSQL(d Dialect) string {
 	if d == PostgreSQL {
-		return `SELECT l.job, l.due, l.reason, l.status, l.start_ns, l.end_ns, l.node, l.err, l.attempt
+		return `SELECT l.job, l.due, l.reason, l.status, l.start_ns, l.end_ns, l.node, l.err, l.attempt, l.planned_ns
 FROM json_array_elements_text(CAST($1 AS json)) AS x(j)
 CROSS JOIN LATERAL (SELECT ` + readColumns + ` FROM {t} WHERE job = x.j ORDER BY due DESC LIMIT 1) AS l`
 	}
@@ -116,7 +117,7 @@ RETURNING job, since`
 	// noteBatchSQL inserts the finished records of $1 whose slots have
 	// none, unless pruning passed them.
 	noteBatchSQL = `INSERT INTO {t} (` + columns + `)
-SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a FROM {b}
+SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a, b.p FROM {b}
 WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
 ORDER BY b.j, b.d
 ON CONFLICT (job, due) DO NOTHING`
@@ -189,6 +190,8 @@ func appendRecord(buf []byte, w *row) []byte {
 	buf = appendJSONString(buf, w.err)
 	buf = append(buf, `,"a":`...)
 	buf = strconv.AppendInt(buf, w.attempt, 10)
+	buf = append(buf, `,"p":`...)
+	buf = appendNullInt(buf, w.planned.Int64, w.planned.Valid)
 	return append(buf, '}')
 }
 

@@ -30,11 +30,11 @@ const (
 	minDue     = "-9223372036854775807"
 )
 
-const columns = "job, due, reason, status, start_ns, end_ns, node, err, attempt"
+const columns = "job, due, reason, status, start_ns, end_ns, node, err, attempt, planned_ns"
 
 // readColumns are columns as a query reads them: a running record that
 // was released reads as status 6, schedule.Released.
-const readColumns = "job, due, reason, CASE WHEN released = 1 THEN 6 ELSE status END AS status, start_ns, end_ns, node, err, attempt"
+const readColumns = "job, due, reason, CASE WHEN released = 1 THEN 6 ELSE status END AS status, start_ns, end_ns, node, err, attempt, planned_ns"
 
 // The statements, with {t} for the table, {now} for the database's clock
 // in Unix microseconds and {skiplocked} for PostgreSQL's row-lock clause.
@@ -44,7 +44,7 @@ const (
 	claimSQL = `INSERT INTO {t} (` + columns + `, lease_until)
 SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), CAST($3 AS SMALLINT), CAST($4 AS SMALLINT),
 	CAST($5 AS BIGINT), CAST($6 AS BIGINT), CAST($7 AS TEXT), CAST($8 AS TEXT), CAST($9 AS INTEGER),
-	{now} + CAST($10 AS BIGINT)
+	CAST($11 AS BIGINT), {now} + CAST($10 AS BIGINT)
 WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs WHERE job = $1 AND pruned_until >= $2)
 ON CONFLICT (job, due) DO NOTHING`
 

@@ -74,6 +74,12 @@ func (m migration) statements(d Dialect, table string) []string {
 // Version 5: a task's catch-up window (cron.Task.CatchUpWindow), as
 // time.Duration's String, "0s" for none: the default of the rows that a
 // replica of version 4 writes.
+//
+// Version 6: a task's run limit (cron.Task.MaxRuns, 0 for none) and
+// jitter (cron.Task.Jitter, as time.Duration's String, "0s" for none),
+// the defaults of the rows that a replica of version 5 writes; and a run
+// record's planned start (schedule.Record.Planned) in Unix nanoseconds,
+// NULL for none.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -209,6 +215,12 @@ FROM {t}`,
 	},
 }, {
 	all: []string{`ALTER TABLE {t}_tasks ADD COLUMN catch_up_window TEXT NOT NULL DEFAULT '0s'`},
+}, {
+	all: []string{
+		`ALTER TABLE {t}_tasks ADD COLUMN max_runs BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE {t}_tasks ADD COLUMN jitter TEXT NOT NULL DEFAULT '0s'`,
+		`ALTER TABLE {t} ADD COLUMN planned_ns BIGINT`,
+	},
 }}
 
 func init() {
@@ -228,6 +240,15 @@ func init() {
 	}
 	migrations[2].postgres = append(released(migrations[1].postgres), migrations[2].postgres...)
 	migrations[2].sqlite = released(migrations[1].sqlite)
+	// Version 6's claims under a limit keep the planned start, p.
+	f := strings.NewReplacer(
+		"a integer, m bigint)", "a integer, m bigint, p bigint)",
+		"node, err, attempt, lease_until)", "node, err, attempt, planned_ns, lease_until)",
+		"c.x, c.a, now_us + lease", "c.x, c.a, c.p, now_us + lease").Replace(claimCountedFuncSQL)
+	if f == claimCountedFuncSQL || strings.Count(f, "planned_ns")+strings.Count(f, "c.p,")+strings.Count(f, "p bigint)") != 3 {
+		panic("sqlstore: the claims function of schema version 3 changed")
+	}
+	migrations[5].postgres = []string{f}
 }
 
 // SchemaVersion is the version of the schema this package creates and

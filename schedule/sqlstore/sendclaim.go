@@ -17,7 +17,7 @@ func (s *Store) sendClaims(ctx context.Context, rs []*request) error {
 	r := rs[0]
 	w := r.w
 	n, err := s.exec(ctx, s.q.claim, w.job, w.due, w.reason, w.status, w.start, w.end, w.node, w.err, w.attempt,
-		s.opts.lease.Microseconds())
+		s.opts.lease.Microseconds(), w.planned)
 	if err != nil {
 		return err
 	}

@@ -54,10 +54,10 @@ END $fn$`
 // (0: no limit), and rp, whether it asks them to end.
 func claimRecordsSQL(d Dialect) string {
 	if d == PostgreSQL {
-		return `json_to_recordset(CAST($1 AS json)) AS b(j text, d bigint, r smallint, st smallint, s bigint, e bigint, n text, x text, a integer, m bigint, rp boolean)`
+		return `json_to_recordset(CAST($1 AS json)) AS b(j text, d bigint, r smallint, st smallint, s bigint, e bigint, n text, x text, a integer, p bigint, m bigint, rp boolean)`
 	}
 	return `(SELECT value->>'j' AS j, value->>'d' AS d, value->>'r' AS r, value->>'st' AS st, value->>'s' AS s,
-	value->>'e' AS e, value->>'n' AS n, value->>'x' AS x, value->>'a' AS a, value->>'m' AS m, value->>'rp' AS rp
+	value->>'e' AS e, value->>'n' AS n, value->>'x' AS x, value->>'a' AS a, value->>'p' AS p, value->>'m' AS m, value->>'rp' AS rp
 	FROM json_each($1)) AS b`
 }
 
@@ -73,7 +73,7 @@ const (
 	// atomic, a claim not won may have found its slot taken or its job
 	// busy: lostBatchSQL tells which.
 	claimLaneBatchSQL = `INSERT INTO {t} (` + columns + `, lease_until, lane)
-SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a, {now} + CAST($2 AS BIGINT),
+SELECT b.j, b.d, b.r, b.st, b.s, b.e, b.n, b.x, b.a, b.p, {now} + CAST($2 AS BIGINT),
 	CASE WHEN CAST(b.m AS INTEGER) = 1 THEN 0 END FROM {c}
 WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
 	AND (CAST(b.m AS INTEGER) <> 1 OR NOT EXISTS (SELECT 1 FROM {t} f WHERE f.job = b.j AND f.status = 0
@@ -106,7 +106,7 @@ RETURNING job, due`
 	WHERE NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)
 ), ins AS (
 	INSERT INTO {t} (` + columns + `, lease_until, lane)
-	SELECT c.j, c.d, c.r, c.st, c.s, c.e, c.n, c.x, c.a, {now} + CAST($2 AS BIGINT), CASE WHEN c.m = 1 THEN 0 END
+	SELECT c.j, c.d, c.r, c.st, c.s, c.e, c.n, c.x, c.a, c.p, {now} + CAST($2 AS BIGINT), CASE WHEN c.m = 1 THEN 0 END
 	FROM c WHERE c.o = 0
 	ORDER BY c.j, c.d
 	ON CONFLICT (job, due) DO NOTHING
@@ -128,7 +128,7 @@ SELECT c.j, c.d, c.o FROM c WHERE c.o > 0`
 	// before the slots that fall due after it, which would otherwise starve
 	// its takeover on a job that is seldom free.
 	claimCountedBatchSQL = `INSERT INTO {t} (` + columns + `, lease_until)
-SELECT c.j, c.d, c.r, c.st, c.s, c.e, c.n, c.x, c.a, {now} + CAST($2 AS BIGINT) FROM (
+SELECT c.j, c.d, c.r, c.st, c.s, c.e, c.n, c.x, c.a, c.p, {now} + CAST($2 AS BIGINT) FROM (
 	SELECT b.*, ROW_NUMBER() OVER (PARTITION BY b.j ORDER BY b.d) AS rn FROM {c}
 	WHERE NOT EXISTS (SELECT 1 FROM {t} x WHERE x.job = b.j AND x.due = b.d)
 		AND NOT EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = b.j AND w.pruned_until >= b.d)

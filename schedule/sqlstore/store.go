@@ -36,6 +36,7 @@ type row struct {
 	status  int64
 	start   sql.NullInt64
 	end     sql.NullInt64
+	planned sql.NullInt64
 	node    string
 	err     string
 	attempt int64
@@ -86,6 +87,10 @@ func toRow(r schedule.Record) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
+	planned, err := nanos("Planned", r.Planned, true)
+	if err != nil {
+		return row{}, err
+	}
 	return row{
 		job:     r.Job,
 		due:     due.Int64,
@@ -93,6 +98,7 @@ func toRow(r schedule.Record) (row, error) {
 		status:  int64(r.Status),
 		start:   start,
 		end:     end,
+		planned: planned,
 		node:    r.Node,
 		err:     toText(r.Err),
 		attempt: int64(max(r.Attempt, 1)),
@@ -140,6 +146,9 @@ func (w row) record() schedule.Record {
 	if w.end.Valid {
 		r.End = time.Unix(0, w.end.Int64)
 	}
+	if w.planned.Valid {
+		r.Planned = time.Unix(0, w.planned.Int64)
+	}
 	return r
 }
 
@@ -147,7 +156,7 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanRow(sc scanner) (row, error) {
 	var w row
-	err := sc.Scan(&w.job, &w.due, &w.reason, &w.status, &w.start, &w.end, &w.node, &w.err, &w.attempt)
+	err := sc.Scan(&w.job, &w.due, &w.reason, &w.status, &w.start, &w.end, &w.node, &w.err, &w.attempt, &w.planned)
 	return w, err
 }
 

@@ -22,11 +22,12 @@ type defQueries struct {
 }
 
 const taskColumns = `name, handler, business_id, spec, zone, start_at, end_at, permanent, once, paused,
-	overlap, misfire, timeout, retry_attempts, retry_backoff, version, created_at, updated_at, catch_up_window`
+	overlap, misfire, timeout, retry_attempts, retry_backoff, version, created_at, updated_at, catch_up_window,
+	max_runs, jitter`
 
 // The statements of Definitions, with {t} and $n as in queries.go. $1 to
-// $15 are a definition's columns from name to retry_backoff, and $16 its
-// catch_up_window.
+// $15 are a definition's columns from name to retry_backoff, and $16 to
+// $18 its catch_up_window, max_runs and jitter.
 const (
 	// bump counts a write in the change marker. Every write runs it first
 	// in its transaction: on PostgreSQL the writers then take the
@@ -36,12 +37,13 @@ const (
 	versionSQL = `SELECT version FROM {t}_tasks_version`
 
 	insertTaskSQL = `INSERT INTO {t}_tasks (` + taskColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $17, $17, $16)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $19, $19, $16, $17, $18)
 ON CONFLICT (name) DO NOTHING`
 	updateTaskSQL = `UPDATE {t}_tasks SET handler = $2, business_id = $3, spec = $4, zone = $5, start_at = $6,
 	end_at = $7, permanent = $8, once = $9, paused = $10, overlap = $11, misfire = $12, timeout = $13,
-	retry_attempts = $14, retry_backoff = $15, catch_up_window = $16, version = version + 1, updated_at = $17
-WHERE name = $1 AND version = $18
+	retry_attempts = $14, retry_backoff = $15, catch_up_window = $16, max_runs = $17, jitter = $18,
+	version = version + 1, updated_at = $19
+WHERE name = $1 AND version = $20
 RETURNING version`
 	pauseTaskSQL = `UPDATE {t}_tasks SET paused = $2, version = version + 1, updated_at = $3
 WHERE name = $1 AND paused <> $2`
@@ -53,7 +55,7 @@ WHERE name = $1 AND paused <> $2`
 )
 
 // args checks t and returns its columns, name to retry_backoff and
-// catch_up_window, as the statements take them.
+// catch_up_window to jitter, as the statements take them.
 func (d *Definitions) args(t cron.Task) ([]any, error) {
 	d.s.mustBeMade()
 	if err := t.Validate(); err != nil {
@@ -93,7 +95,7 @@ func (d *Definitions) args(t cron.Task) ([]any, error) {
 	}
 	return []any{t.Name, t.Handler, t.BusinessID, t.Spec, t.Zone, d.nullTimeArg(t.Start), d.nullTimeArg(t.End),
 		t.Permanent, t.Once, t.Paused, t.Overlap, t.Misfire, t.Timeout.String(), t.Retry.Attempts,
-		t.Retry.Backoff.String(), t.CatchUpWindow.String()}, nil
+		t.Retry.Backoff.String(), t.CatchUpWindow.String(), int64(t.MaxRuns), t.Jitter.String()}, nil
 }
 
 // timeArg is t as a parameter of a time column: a time.Time in UTC on
@@ -125,21 +127,22 @@ func (d *Definitions) scan(sc scanner) (Definition, error) {
 		t                        = &def.Task
 		start, end, created, upd dbTime
 		timeout, backoff, window string
-		attempts                 int64
+		jitter                   string
+		attempts, maxRuns        int64
 		permanent, once, paused  bool
 	)
 	err := sc.Scan(&t.Name, &t.Handler, &t.BusinessID, &t.Spec, &t.Zone, &start, &end, &permanent, &once, &paused,
-		&t.Overlap, &t.Misfire, &timeout, &attempts, &backoff, &def.Version, &created, &upd, &window)
+		&t.Overlap, &t.Misfire, &timeout, &attempts, &backoff, &def.Version, &created, &upd, &window, &maxRuns, &jitter)
 	if err != nil {
 		return Definition{}, err
 	}
 	t.Start, t.End, t.Created, def.Updated = start.t, end.t, created.t, upd.t
 	t.Permanent, t.Once, t.Paused = permanent, once, paused
-	t.Retry.Attempts = int(attempts)
+	t.Retry.Attempts, t.MaxRuns = int(attempts), int(maxRuns)
 	for _, f := range [...]struct {
 		column, v string
 		d         *cron.Duration
-	}{{"timeout", timeout, &t.Timeout}, {"retry_backoff", backoff, &t.Retry.Backoff}, {"catch_up_window", window, &t.CatchUpWindow}} {
+	}{{"timeout", timeout, &t.Timeout}, {"retry_backoff", backoff, &t.Retry.Backoff}, {"catch_up_window", window, &t.CatchUpWindow}, {"jitter", jitter, &t.Jitter}} {
 		v, err := time.ParseDuration(f.v)
 		if err != nil {
 			return Definition{}, fmt.Errorf("task %q: column %s holds %q, not a duration such as \"90s\"", t.Name, f.column, f.v)
