@@ -37,7 +37,7 @@ type active struct {
 // rareLocked when first needed: a Start's store outage, Renews that hung,
 // runners waiting in a RunLimit, catch-ups under way, retries waiting for
 // their pause, a look for expired claims of its own, runs held while a
-// claim is taken over.
+// claim is taken over, a Backfill under way.
 type rare struct {
 	gap       time.Time              // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	gapSched  Schedule               // the schedule at gap
@@ -52,6 +52,7 @@ type rare struct {
 	held      [][]pending            // the runs submitted while a Reclaim was on its way back (claiming), as submitted
 	claims    uint64                 // counts the Reclaims asked for: the one whose runs are held, while claiming
 	noter     *circulation.Trigger   // writes notes (writeNotes); Stop flushes it
+	fill      *backfill              // the Backfill under way
 }
 
 // rareLocked returns x.r, making it if need be. The caller holds the job's
@@ -72,7 +73,7 @@ func (x *active) tidyRareLocked() {
 	r := x.r
 	if r == nil || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 || r.recover != nil ||
 		r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 || len(r.waiting) > 0 ||
-		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 {
+		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 || r.fill != nil {
 		return
 	}
 	x.r = nil
