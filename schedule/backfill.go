@@ -43,9 +43,11 @@ type BackfillProgress struct {
 // has ended. Each slot is claimed in the job's Store as a Scheduled one
 // is: a slot that has a record, of an earlier run or of a replica's, is
 // not run again, and two Backfills of one range on replicas sharing a
-// store run each slot once. (A Store may refuse a claim older than the
-// history it keeps as if the slot had a record: a MemoryStore once it
-// holds its keep records, schedule/sqlstore below its pruning.)
+// store run each slot once. A Store may refuse a claim older than the
+// history it keeps as if the slot had a record, since it cannot tell: a
+// MemoryStore once it holds its keep records, schedule/sqlstore at or
+// before the newest record it pruned (its WithHistory keeps 3 by
+// default). A range to backfill is one the store's history reaches.
 //
 // The slots are those of the job's Schedule at the call, from its first
 // at or after from, up to to or the time of the call, whichever is

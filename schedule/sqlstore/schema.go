@@ -74,6 +74,9 @@ func (m migration) statements(d Dialect, table string) []string {
 // Version 5: a task's catch-up window (cron.Task.CatchUpWindow), as
 // time.Duration's String, "0s" for none: the default of the rows that a
 // replica of version 4 writes.
+//
+// Version 6: {t}_readable names the reason schedule.Backfill (4), which a
+// replica of version 5 shows as Reason(4).
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -209,6 +212,8 @@ FROM {t}`,
 	},
 }, {
 	all: []string{`ALTER TABLE {t}_tasks ADD COLUMN catch_up_window TEXT NOT NULL DEFAULT '0s'`},
+}, {
+	all: []string{`DROP VIEW {t}_readable`}, // its CREATE VIEW, version 3's with Backfill, is made by init
 }}
 
 func init() {
@@ -228,6 +233,18 @@ func init() {
 	}
 	migrations[2].postgres = append(released(migrations[1].postgres), migrations[2].postgres...)
 	migrations[2].sqlite = released(migrations[1].sqlite)
+	// Version 6's view is version 3's, with the Backfill reason.
+	backfill := func(stmts []string) []string {
+		const recovered = "WHEN 3 THEN 'Recovered'"
+		for _, s := range stmts {
+			if strings.HasPrefix(s, "CREATE VIEW") && strings.Contains(s, recovered) {
+				return []string{strings.Replace(s, recovered, recovered+" WHEN 4 THEN 'Backfill'", 1)}
+			}
+		}
+		panic("sqlstore: no view in schema version 3")
+	}
+	migrations[5].postgres = backfill(migrations[2].postgres)
+	migrations[5].sqlite = backfill(migrations[2].sqlite)
 }
 
 // SchemaVersion is the version of the schema this package creates and
