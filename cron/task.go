@@ -132,6 +132,9 @@ type TaskState struct {
 	// Running counts the task's runs in flight: the calls of its Handler
 	// that have not returned.
 	Running int
+	// Backfill is the state of the task's latest backfill
+	// (Table.Backfill), or nil if it has had none.
+	Backfill *BackfillState
 	// Refused is why the latest Apply refused the task's definition (a
 	// *TaskError naming the field: a handler this Table does not have, a
 	// zone it cannot load), or nil. The definition in force before it, if

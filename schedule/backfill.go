@@ -68,7 +68,8 @@ type BackfillProgress struct {
 // from is after to, the range holds more than MaxBackfill slots
 // (ErrBackfillTooLong), the job has no Store, has not started, is stopped
 // (ErrStopped), is paused (ErrPaused) or has a Backfill under way
-// (ErrBackfilling). It stops, handing no further slot, and returns an
+// (ErrBackfilling); after those checks, with ctx.Err() if ctx is done
+// (so that a done ctx checks a range without running it). It stops, handing no further slot, and returns an
 // error if the job is stopped or paused meanwhile, once the slot in flight
 // was handled; if a slot's claim fails (the store's error; the slot is
 // Skipped); and, at once, with ctx.Err() if ctx is done: a slot already
@@ -93,9 +94,6 @@ func (j *Job) Backfill(ctx context.Context, from, to time.Time) (BackfillProgres
 	}
 	if p, ok := ctx.Value(runKey{}).(*Job); ok && p == j {
 		return prog, fmt.Errorf("schedule: Backfill of job %q from its own run: it would wait for itself", j.name)
-	}
-	if err := ctx.Err(); err != nil {
-		return prog, err
 	}
 	now := time.Now().Round(0)
 	j.mu.Lock()
@@ -123,6 +121,9 @@ func (j *Job) Backfill(ctx context.Context, from, to time.Time) (BackfillProgres
 		slots = append(slots, t)
 	}
 	prog.Slots = len(slots)
+	if err := ctx.Err(); err != nil {
+		return prog, err
+	}
 	f := &backfill{prog: prog, wake: make(chan struct{}, 1)}
 	j.mu.Lock()
 	if err := j.backfillRefusal(); err != nil {
