@@ -283,6 +283,15 @@ func (j *Job) fillEndedLocked(due time.Time, dropped bool, why error) {
 	}
 }
 
+// fillRanLocked notes that the run of p, a backfill's slot, has ended.
+// The caller, a runner, holds j.mu. (A call of its own, so that the
+// runner's frame, under the Func, stays small.)
+//
+//go:noinline
+func (j *Job) fillRanLocked(p *pending) {
+	j.fillEndedLocked(p.run.Due, false, nil)
+}
+
 // fillClaimed notes what the claim of the backfill's slot due found: a
 // record (ErrClaimed), or an error, the store's or the cause of the end of
 // the run's context ctx (a Stop, a newer slot that replaced it).

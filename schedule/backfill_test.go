@@ -48,13 +48,14 @@ func hours(from, to int) []string {
 func TestBackfillRunsEachSlotInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
-		j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(10*time.Minute),
+		// Runs of 7 minutes: none ends at 1h, where a slot falls due.
+		j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(7*time.Minute),
 			schedule.WithStore(schedule.NewMemoryStore(100)), schedule.WithObserver(l.observe))
 		start(t, j)
 		begun := time.Now()
 		p, err := j.Backfill(context.Background(), at(-10*time.Hour), at(-30*time.Minute))
 		require.NoError(t, err)
-		assert.Equal(t, 100*time.Minute, time.Since(begun), "ten runs of ten minutes, one after another")
+		assert.Equal(t, 70*time.Minute, time.Since(begun), "ten runs of seven minutes, one after another")
 		assert.Equal(t, schedule.BackfillProgress{From: at(-10 * time.Hour), To: at(-30 * time.Minute), Slots: 10, Done: 10}, p)
 		_, ok := j.Backfilling()
 		assert.False(t, ok)
@@ -160,7 +161,9 @@ func TestBackfillRefusals(t *testing.T) {
 func TestBackfillEndsAtStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
-		j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(time.Hour),
+		// Runs of 40 minutes: the second is in flight from 40m to 80m, and
+		// the slot at 1h is Skipped (OverlapSkip).
+		j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(40*time.Minute),
 			schedule.WithStore(schedule.NewMemoryStore(100)), schedule.WithObserver(l.observe))
 		start(t, j)
 		done := make(chan error)
@@ -170,7 +173,7 @@ func TestBackfillEndsAtStop(t *testing.T) {
 			p, err = j.Backfill(context.Background(), at(-5*time.Hour), at(0))
 			done <- err
 		}()
-		time.Sleep(90 * time.Minute)
+		time.Sleep(70 * time.Minute)
 		stop(t, j)
 		err := <-done
 		assert.ErrorIs(t, err, schedule.ErrStopped)
@@ -184,7 +187,7 @@ func TestBackfillEndsAtStop(t *testing.T) {
 func TestBackfillEndsAtPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l journal
-		j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(time.Hour),
+		j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(40*time.Minute),
 			schedule.WithStore(schedule.NewMemoryStore(100)), schedule.WithObserver(l.observe))
 		start(t, j)
 		done := make(chan error)
@@ -192,11 +195,11 @@ func TestBackfillEndsAtPause(t *testing.T) {
 			_, err := j.Backfill(context.Background(), at(-5*time.Hour), at(-2*time.Hour))
 			done <- err
 		}()
-		time.Sleep(90 * time.Minute)
+		time.Sleep(70 * time.Minute)
 		j.Pause()
 		err := <-done
 		assert.ErrorIs(t, err, schedule.ErrPaused)
-		assert.Equal(t, 2*time.Hour, time.Since(t0), "the run in flight ended first")
+		assert.Equal(t, 80*time.Minute, time.Since(t0), "the run in flight ended first")
 		j.Resume()
 		p, err := j.Backfill(context.Background(), at(-5*time.Hour), at(-2*time.Hour))
 		require.NoError(t, err)

@@ -23,7 +23,7 @@ func (j *Job) runner(w *work) {
 		j.mu.Lock()
 		x.land(cur)
 		if cur != 0 && w.p.run.Reason == Backfill {
-			j.fillEndedLocked(w.p.run.Due, false, nil)
+			j.fillRanLocked(&w.p)
 		}
 		j.exitLocked(x)
 		j.mu.Unlock()
@@ -51,7 +51,7 @@ func (j *Job) runner(w *work) {
 		x.land(cur)
 		cur = 0
 		if p.run.Reason == Backfill {
-			j.fillEndedLocked(p.run.Due, false, nil)
+			j.fillRanLocked(p)
 		}
 		if p.ended == nil {
 			j.mu.Unlock()
