@@ -50,6 +50,7 @@ func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, erro
 		e       *entry // nil for a task refused that t does not run
 		held    bool
 		refused refusal
+		fill    *BackfillState
 	}
 	items := make([]item, 0, len(names))
 	t.mu.Lock()
@@ -60,6 +61,7 @@ func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, erro
 			it := item{name: name, e: e, refused: r}
 			if e != nil {
 				it.held = e.held
+				it.fill = t.backfillOfLocked(name, e)
 			}
 			items = append(items, it)
 		}
@@ -90,6 +92,7 @@ func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, erro
 			}
 		}
 		s.Refused = it.refused.err
+		s.Backfill = it.fill
 		s.Last = lasts[it.name]
 		s.Running = running[i]
 	}
@@ -145,6 +148,7 @@ func (t *Table) renamedLocked() {
 // removeLocked removes the task name from t.tasks. The caller holds t.mu.
 func (t *Table) removeLocked(name string) {
 	delete(t.tasks, name)
+	delete(t.fills, name)
 	t.renamedLocked()
 }
 

@@ -155,6 +155,9 @@ type TaskState struct {
 	// (Temporal's remaining actions); zero once the last has fallen due,
 	// and zero for a task without MaxRuns.
 	Remaining int
+	// Backfill is the state of the task's latest backfill
+	// (Table.Backfill), or nil if it has had none.
+	Backfill *BackfillState
 	// Refused is why the latest Apply refused the task's definition (a
 	// *TaskError naming the field: a handler this Table does not have, a
 	// zone it cannot load), or nil. The definition in force before it, if

@@ -37,7 +37,7 @@ type active struct {
 // rareLocked when first needed: a Start's store outage, Renews that hung,
 // runners waiting in a RunLimit, catch-ups under way, retries waiting for
 // their pause, a look for expired claims of its own, runs held while a
-// claim is taken over.
+// claim is taken over, a Backfill under way.
 type rare struct {
 	gap       time.Time              // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	gapSched  Schedule               // the schedule at gap
@@ -55,6 +55,7 @@ type rare struct {
 	pause     *pausing               // the note of the job's pause, while paused
 	resumed   time.Time              // the latest Resume: WithPauseOnFailures counts no slot that ran before it
 	failed    int                    // a job without a Store: its slots that Failed in a row (WithPauseOnFailures)
+	fill      *backfill              // the Backfill under way
 }
 
 // rareLocked returns x.r, making it if need be. The caller holds the job's
@@ -76,7 +77,7 @@ func (x *active) tidyRareLocked() {
 	if r == nil || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 || r.recover != nil ||
 		r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 || len(r.waiting) > 0 ||
 		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 || r.pause != nil ||
-		!r.resumed.IsZero() || r.failed != 0 {
+		!r.resumed.IsZero() || r.failed != 0 || r.fill != nil {
 		return
 	}
 	x.r = nil

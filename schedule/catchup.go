@@ -34,7 +34,7 @@ func (j *Job) catchUp(ctx context.Context, x *active, r *Run) bool {
 	}
 	why := errStopped
 	if paused || resumed {
-		why = errPaused
+		why = ErrPaused
 	}
 	j.observe([]Record{j.record(*r, Skipped, why)})
 	return false
@@ -42,9 +42,10 @@ func (j *Job) catchUp(ctx context.Context, x *active, r *Run) bool {
 
 // owe records that the slot of r is owed: its claim failed, or the
 // catch-up that was to run it ended first. The next Scheduled run then
-// catches up first (MisfireRunAll). A Manual run is not owed.
+// catches up first (MisfireRunAll). A Manual run is not owed, nor a
+// Backfill's: its Backfill stops at it.
 func (x *active) owe(j *Job, r *Run) {
-	if r.Reason == Manual {
+	if r.Reason == Manual || r.Reason == Backfill {
 		return
 	}
 	j.mu.Lock()

@@ -21,7 +21,8 @@ import (
 // On a SharedStore, a claim the store refuses because the job's runs in
 // flight on other nodes are at its limit (ErrBusy) is Skipped under
 // OverlapSkip and OverlapAllow, and waits under OverlapBufferOne,
-// OverlapBufferAll and OverlapReplace until the job is free, claiming
+// OverlapBufferAll and OverlapReplace, and for a Backfill's slot, until
+// the job is free, claiming
 // again after a growing pause, until the claim succeeds, another node
 // claims the slot, or a newer slot supersedes it (the run's context ends;
 // never under OverlapBufferAll, whose newer slots wait behind it). The
@@ -58,6 +59,9 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 		case err == nil:
 			return true, true
 		case errors.Is(err, ErrClaimed) && p.run.Reason != Manual:
+			if p.run.Reason == Backfill {
+				j.fillClaimed(ctx, p.run.Due, err)
+			}
 			return false, true // the slot is another replica's, which records it
 		case errors.Is(err, ErrBusy):
 			if j.cfg.shared != nil && j.cfg.lease == nil {
@@ -71,7 +75,7 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 				x.owe(j, &p.run)
 				return false, false
 			}
-			if o := j.cfg.overlap; o == OverlapBufferOne || o == OverlapReplace || o == OverlapBufferAll || p.run.Reason == CatchUp {
+			if o := j.cfg.overlap; o == OverlapBufferOne || o == OverlapReplace || o == OverlapBufferAll || p.run.Reason == CatchUp || p.run.Reason == Backfill {
 				if wait == 0 {
 					j.waiting(x, p, true)
 				}
@@ -79,6 +83,9 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 					continue
 				}
 				j.waiting(x, p, false)
+			}
+			if p.run.Reason == Backfill {
+				j.fillClaimed(ctx, p.run.Due, err)
 			}
 			j.busySkipped(ctx, &p.run)
 			return false, true
@@ -91,6 +98,9 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 			x.owe(j, &p.run)
 			fallthrough
 		default:
+			if p.run.Reason == Backfill {
+				j.fillClaimed(ctx, p.run.Due, err)
+			}
 			if !retry {
 				// A Manual run's Due is its own: another one's claim is
 				// not its run.
@@ -216,10 +226,10 @@ func retryPause(pause time.Duration) time.Duration {
 // slot is missed. WithClaimRetry's bound and the grace period count from
 // a Scheduled slot's planned start (WithJitter). A Manual run is tried within the grace period; a
 // catch-up of an outage's owed slots stops at its first failure
-// (recoverOutage).
+// (recoverOutage), and a Backfill at its first (Job.Backfill).
 func (j *Job) worthRetrying(r *Run, pause time.Duration) bool {
 	at := time.Now().Add(pause)
-	if r.Reason == CatchUp {
+	if r.Reason == CatchUp || r.Reason == Backfill {
 		return false
 	}
 	from, n := r.Due, time.Time{} // a Scheduled slot's planned start (WithJitter), and its next slot

@@ -42,12 +42,13 @@ func (j *Job) Pause(opts ...PauseOption) {
 		j.flags |= jobPaused
 		j.next = time.Time{}
 		j.setTimerLocked(time.Time{})
-		obs = append(obs, j.dropQueueLocked(errPaused)...)
+		obs = append(obs, j.dropQueueLocked(ErrPaused)...)
 		if x := j.x; x != nil {
-			x.endRetriesLocked(errPaused)
-			x.stopWaitingLocked(errPaused)
+			x.endRetriesLocked(ErrPaused)
+			x.stopWaitingLocked(ErrPaused)
 		}
 		j.dropHoldsLocked()
+		j.fillWakeLocked()
 	}
 	j.tellLocked(obs)
 	j.mu.Unlock()
@@ -153,7 +154,7 @@ func (j *Job) RunNow() {
 		x.handed = due
 		r := Run{Job: j.name, Due: due, Reason: Manual}
 		if j.paused() {
-			obs = append(obs, j.record(r, Skipped, errPaused))
+			obs = append(obs, j.record(r, Skipped, ErrPaused))
 		} else {
 			obs = j.submitLocked([]pending{{run: r}}, obs)
 		}
@@ -197,6 +198,7 @@ func (j *Job) Stop(ctx context.Context) error {
 	if x != nil {
 		obs = j.dropQueueLocked(errStopped)
 		obs = append(obs, j.dropWaitingLocked(errStopped)...)
+		j.fillWakeLocked()
 	}
 	j.tellLocked(obs) // a Stop beside this one waits for them too
 	j.mu.Unlock()
@@ -373,6 +375,7 @@ func (j *Job) quit() *circulation.Trigger {
 		obs = j.dropQueueLocked(errStopped)
 		obs = append(obs, j.dropWaitingLocked(errStopped)...)
 		x.stopWaitingLocked(errStopped)
+		j.fillWakeLocked()
 	}
 	j.tellLocked(obs)
 	j.mu.Unlock()

@@ -228,3 +228,29 @@ func ExampleWithObserver() {
 	// Manual Skipped "schedule: a run is in flight"
 	// Manual Failed "disk full"
 }
+
+// Backfill runs the slots of a past range, oldest first, and a second
+// Backfill of the range runs none again: each has its record.
+func ExampleJob_Backfill() {
+	to := time.Now().Truncate(time.Hour)
+	j := schedule.NewJob("report", schedule.Every(time.Hour), func(ctx context.Context, r schedule.Run) error {
+		if r.Reason == schedule.Backfill {
+			fmt.Println("report for", r.Due.Sub(to))
+		}
+		return nil
+	}, schedule.WithStore(schedule.NewMemoryStore(100)))
+	if err := j.Start(context.Background()); err != nil {
+		panic(err)
+	}
+	defer j.Stop(context.Background())
+	p, err := j.Backfill(context.Background(), to.Add(-3*time.Hour), to)
+	fmt.Printf("%d slots, %d done, %v\n", p.Slots, p.Done, err)
+	p, err = j.Backfill(context.Background(), to.Add(-3*time.Hour), to)
+	fmt.Printf("again: %d had a record, %v\n", p.HadRecord, err)
+	// Output:
+	// report for -3h0m0s
+	// report for -2h0m0s
+	// report for -1h0m0s
+	// 3 slots, 3 done, <nil>
+	// again: 3 had a record, <nil>
+}

@@ -194,10 +194,13 @@ func (j *Job) Next() time.Time {
 	return j.next
 }
 
+// ErrPaused is the error of the runs a paused job does not start, and of
+// a Backfill of a paused job.
+var ErrPaused = errors.New("schedule: job paused")
+
 var (
 	errStopped  = errors.New("schedule: job stopped")
 	errShutdown = errors.New("schedule: job shut down")
-	errPaused   = errors.New("schedule: job paused")
 	errOverlap  = errors.New("schedule: a run is in flight")
 	errFull     = errors.New("schedule: a run is in flight, and the buffer is full (OverlapBufferAll, WithBufferLimit)")
 )

@@ -171,15 +171,19 @@ func (j *Job) dropWaitingLocked(why error) []Record {
 // stopped. The caller holds j.mu.
 func (j *Job) refusal() error {
 	if j.paused() {
-		return errPaused
+		return ErrPaused
 	}
 	return errStopped
 }
 
-// drop returns the record of a pending run that will not run. It is
-// never a claimed run: takeOver hands those only to a runner of their
+// drop returns the record of a pending run that will not run, and notes
+// the end of a Backfill's slot. The caller holds j.mu. It is never a
+// claimed run: takeOver hands those only to a runner of their
 // own, which leaves them to expire if it cannot start them.
 func (j *Job) drop(p pending, why error) Record {
+	if p.run.Reason == Backfill {
+		j.fillEndedLocked(p.run.Due, true, why)
+	}
 	return j.record(p.run, Skipped, why)
 }
 

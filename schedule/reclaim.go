@@ -370,12 +370,16 @@ func (j *Job) giveBack(ls SharedStore, rec Record) {
 
 // unholdLocked ends the holding of runs for the Reclaim claim, if they are
 // still held for it, and returns them, each call's as submitted, and
-// whether they were. The caller holds the job's lock.
+// whether they were; it wakes the job's Backfill, which waits for it. The
+// caller holds the job's lock.
 func (x *active) unholdLocked(claim uint64) (held [][]pending, holding bool) {
 	if !x.claiming || x.r.claims != claim {
 		return nil, false
 	}
 	x.claiming = false
+	if f := x.r.fill; f != nil {
+		f.poke() // it waits for the job to be free of the claim
+	}
 	return x.takeHeldLocked(), true
 }
 

@@ -22,6 +22,9 @@ func (j *Job) runner(w *work) {
 		// that the job goes on and Stop does not wait for it forever.
 		j.mu.Lock()
 		x.land(cur)
+		if cur != 0 && w.p.run.Reason == Backfill {
+			j.fillRanLocked(&w.p)
+		}
 		j.exitLocked(x)
 		j.mu.Unlock()
 	}()
@@ -47,6 +50,9 @@ func (j *Job) runner(w *work) {
 		j.mu.Lock()
 		x.land(cur)
 		cur = 0
+		if p.run.Reason == Backfill {
+			j.fillRanLocked(p)
+		}
 		if p.ended == nil {
 			j.mu.Unlock()
 			continue
@@ -106,7 +112,7 @@ func (j *Job) take(x *active, w *work) (context.Context, context.CancelCauseFunc
 			j.dropTakenLocked(p)
 			continue
 		}
-		ctx, cancel := context.WithCancelCause(context.Background())
+		ctx, cancel := context.WithCancelCause(runParent{j})
 		x.flights++
 		id := x.flights
 		x.runs = append(x.runs, flight{id: id, due: p.run.Due, cancel: cancel, recovered: p.claim != nil})
@@ -133,12 +139,14 @@ func (x *active) land(id uint64) {
 	}
 }
 
-// exitLocked accounts for a runner that exits, and makes the look for
-// expired claims that found the job busy, if it is free now. The caller
-// holds j.mu.
+// exitLocked accounts for a runner that exits, wakes the job's Backfill,
+// which waits for the job to be free, and makes the look for expired
+// claims that found the job busy, if it is free now. The caller holds
+// j.mu.
 func (j *Job) exitLocked(x *active) {
 	x.runners--
 	j.quietLocked()
+	j.fillWakeLocked()
 	if x.look && !x.reclaiming && j.freeLocked(x) && j.state == jobStarted && !j.paused() {
 		j.takeOverLocked(x)
 	}

@@ -67,9 +67,10 @@ const (
 	CatchUp                 // its slot was missed and the Misfire policy runs it late
 	Manual                  // RunNow
 	Recovered               // its node died mid-run, or stopped and handed it over, and another took the slot over (SharedStore)
+	Backfill                // Job.Backfill runs a slot of a past range
 )
 
-var reasonNames = [...]string{"Scheduled", "CatchUp", "Manual", "Recovered"}
+var reasonNames = [...]string{"Scheduled", "CatchUp", "Manual", "Recovered", "Backfill"}
 
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {

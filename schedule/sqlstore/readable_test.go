@@ -43,7 +43,7 @@ func TestReadableView(t *testing.T) {
 		for st := schedule.Running; st <= schedule.Missed; st++ {
 			i := int(st)
 			r := running("v", i, fmt.Sprint("node-", i))
-			r.Reason = schedule.Reason(i % 4)
+			r.Reason = schedule.Reason(i % 5) // every reason, Backfill included
 			r.Attempt = 1
 			r.Start = slot(i).Add(1234567 * time.Nanosecond)
 			if st == schedule.Running {

@@ -80,6 +80,9 @@ func (m migration) statements(d Dialect, table string) []string {
 // the defaults of the rows that a replica of version 5 writes; and a run
 // record's planned start (schedule.Record.Planned) in Unix nanoseconds,
 // NULL for none.
+//
+// Version 7: {t}_readable names the reason schedule.Backfill (4), which a
+// replica of version 6 shows as Reason(4).
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -221,6 +224,8 @@ FROM {t}`,
 		`ALTER TABLE {t}_tasks ADD COLUMN jitter TEXT NOT NULL DEFAULT '0s'`,
 		`ALTER TABLE {t} ADD COLUMN planned_ns BIGINT`,
 	},
+}, {
+	all: []string{`DROP VIEW {t}_readable`}, // its CREATE VIEW, version 3's with Backfill, is made by init
 }}
 
 func init() {
@@ -249,6 +254,18 @@ func init() {
 		panic("sqlstore: the claims function of schema version 3 changed")
 	}
 	migrations[5].postgres = []string{f}
+	// Version 7's view is version 3's, with the Backfill reason.
+	backfill := func(stmts []string) []string {
+		const recovered = "WHEN 3 THEN 'Recovered'"
+		for _, s := range stmts {
+			if strings.HasPrefix(s, "CREATE VIEW") && strings.Contains(s, recovered) {
+				return []string{strings.Replace(s, recovered, recovered+" WHEN 4 THEN 'Backfill'", 1)}
+			}
+		}
+		panic("sqlstore: no view in schema version 3")
+	}
+	migrations[6].postgres = backfill(migrations[2].postgres)
+	migrations[6].sqlite = backfill(migrations[2].sqlite)
 }
 
 // SchemaVersion is the version of the schema this package creates and

@@ -72,7 +72,7 @@ func toRow(r schedule.Record) (row, error) {
 	if r.Status > schedule.Released {
 		return row{}, fmt.Errorf("sqlstore: Record.Status %d is unknown", r.Status)
 	}
-	if r.Reason > schedule.Recovered {
+	if r.Reason > schedule.Backfill {
 		return row{}, fmt.Errorf("sqlstore: Record.Reason %d is unknown", r.Reason)
 	}
 	due, err := nanos("Due", r.Due, false)
