@@ -229,7 +229,7 @@ func (j *Job) hand(ctx context.Context, f *backfill, t time.Time) error {
 			err := j.liveRefusal()
 			j.mu.Unlock()
 			return err
-		case j.freeLocked(x) && !x.claiming:
+		case j.idleLocked(x) && !x.claiming:
 			f.prog.Running, f.had, f.err = t, false, nil
 			handed = true
 			obs = j.submitLocked([]pending{{run: Run{Job: j.name, Due: t, Reason: Backfill}}}, nil)

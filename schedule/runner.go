@@ -164,6 +164,17 @@ func (j *Job) freeLocked(x *active) bool {
 			n--
 		}
 	}
+	return j.roomLocked(n)
+}
+
+// idleLocked reports whether the overlap policy would start a run at once,
+// counting every runner: one that waits for the job's runs on other nodes
+// too. The caller holds j.mu.
+func (j *Job) idleLocked(x *active) bool { return j.roomLocked(x.runners) }
+
+// roomLocked reports whether the overlap policy starts a run at once
+// beside n runs in flight. The caller holds j.mu.
+func (j *Job) roomLocked(n int) bool {
 	if c := j.cfg; c.overlap == OverlapAllow {
 		return c.maxParallel == 0 || n < c.maxParallel
 	}
