@@ -5,8 +5,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/circulation-go/circulation/cron"
+	"github.com/circulation-go/circulation/schedule"
 )
 
 // action serves the write verb, one of run, pause and resume, of the task
@@ -15,6 +19,14 @@ import (
 func (h *handler) action(verb string, api bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		kind, name := r.FormValue("kind"), r.FormValue("name")
+		var pause []schedule.PauseOption
+		if verb == "pause" {
+			var msg string
+			if pause, msg = pauseOptions(r); msg != "" {
+				h.fail(w, r, api, http.StatusBadRequest, msg)
+				return
+			}
+		}
 		var err error
 		switch kind {
 		case kindTask:
@@ -27,7 +39,7 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 			case "run":
 				err = t.RunNow(name)
 			case "pause":
-				err = t.Pause(name)
+				err = t.Pause(name, pause...)
 			case "resume":
 				err = t.Resume(name)
 			}
@@ -40,8 +52,10 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 			switch verb {
 			case "run":
 				ji.job.RunNow()
-			case "pause", "resume":
-				h.setJobPaused(ji, verb == "pause")
+			case "pause":
+				ji.job.Pause(pause...)
+			case "resume":
+				ji.job.Resume()
 			}
 		default:
 			h.fail(w, r, api, http.StatusBadRequest, "The kind must be task or job.")
@@ -77,13 +91,25 @@ type done struct {
 	Version int64  `json:"version,omitempty"` // of a definition created or updated
 }
 
-// setJobPaused pauses or resumes the Job of ji.
-func (h *handler) setJobPaused(ji *jobInfo, paused bool) {
-	if paused {
-		ji.job.Pause()
-	} else {
-		ji.job.Resume()
+// pauseOptions returns the options of a pause that r asks for: its
+// note=, and for=, how long it lasts, a duration such as 2h; or, if they
+// do not read, a message that says why.
+func pauseOptions(r *http.Request) ([]schedule.PauseOption, string) {
+	var opts []schedule.PauseOption
+	if note := strings.TrimSpace(r.FormValue("note")); note != "" {
+		if len(note) > cron.MaxPauseNoteLen || !utf8.ValidString(note) {
+			return nil, "The note must be text of at most " + strconv.Itoa(cron.MaxPauseNoteLen) + " bytes."
+		}
+		opts = append(opts, schedule.Because(note))
 	}
+	if f := strings.TrimSpace(r.FormValue("for")); f != "" {
+		d, err := time.ParseDuration(f)
+		if err != nil || d <= 0 {
+			return nil, "How long the pause lasts must be a duration such as 2h or 30m, not " + strconv.Quote(clipText(f)) + "."
+		}
+		opts = append(opts, schedule.ResumeAt(time.Now().Add(d)))
+	}
+	return opts, ""
 }
 
 // back returns where a form's write redirects to, with done= saying what
@@ -104,4 +130,16 @@ func back(r *http.Request, kind, name, did string) string {
 		return "./?" + v.Encode()
 	}
 	return kind + "?" + url.Values{"name": {name}, "done": {did}}.Encode()
+}
+
+// clipText returns s cut to 64 bytes, at a rune's start, for a message.
+func clipText(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	i := 64
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
 }

@@ -41,6 +41,7 @@ type (
 		Last        *jsonRecord `json:"last"`
 		Running     int         `json:"running"`
 		Paused      bool        `json:"paused"`
+		PauseNote   string      `json:"pauseNote"`
 	}
 	jsonList struct {
 		Query    string    `json:"query"`
@@ -447,5 +448,51 @@ func TestRefusedTask(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(f.get("/jobs/api/task?name=good").body), &api))
 		assert.Contains(t, api.Refused, `no handler "nope"`)
+	})
+}
+
+// TestPauseWithANote pauses a task and a job with a note and a length:
+// the definition keeps them for every replica, the pages show the note,
+// escaped, and the time it ends; the task resumes by itself at its end. A
+// length that does not read is refused, naming what is wrong.
+func TestPauseWithANote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil, task("daily"))
+		defer f.stop()
+		note := `db upgrade <script>alert(1)</script> (ana)`
+		res := f.post("/jobs/pause", form("kind", "task", "name", "daily", "note", note, "for", "2h"))
+		require.Equal(t, 303, res.status, res.body)
+		end := time.Now().Add(2 * time.Hour)
+		def, _, err := f.defs.Get(context.Background(), "daily")
+		require.NoError(t, err)
+		assert.True(t, def.Paused)
+		assert.Equal(t, note, def.PauseNote)
+		assert.True(t, end.Equal(def.PausedUntil), "%v", def.PausedUntil)
+		var d jsonDetail
+		f.getJSON("/jobs/api/task?name=daily", 200, &d)
+		assert.True(t, d.Paused)
+		assert.Equal(t, note, d.PauseNote)
+		page := f.get("/jobs/task?name=daily").body
+		assert.NotContains(t, page, "<script>alert(1)")
+		assert.Contains(t, page, `<q class="note">db upgrade &lt;script&gt;alert(1)&lt;/script&gt; (ana)</q>`)
+		assert.Contains(t, page, "until <time")
+
+		time.Sleep(2*time.Hour + time.Second)
+		f.getJSON("/jobs/api/task?name=daily", 200, &d)
+		assert.False(t, d.Paused, "the pause has ended")
+		assert.Empty(t, d.PauseNote)
+
+		res = f.post("/jobs/api/pause", form("kind", "task", "name", "daily", "for", "soon"))
+		assert.Equal(t, 400, res.status)
+		assert.Contains(t, res.body, `not \"soon\"`)
+		res = f.post("/jobs/api/pause", form("kind", "task", "name", "daily", "for", "-1h"))
+		assert.Equal(t, 400, res.status)
+
+		require.Equal(t, 303, f.post("/jobs/pause", form("kind", "job", "name", "report", "note", "quarter end")).status)
+		n, paused := f.job.PauseNote()
+		assert.True(t, paused)
+		assert.Equal(t, "quarter end", n.Note)
+		f.getJSON("/jobs/api/job?name=report", 200, &d)
+		assert.Equal(t, "quarter end", d.PauseNote)
 	})
 }

@@ -35,6 +35,7 @@ type fields struct {
 	Permanent, Once, Paused                           bool
 	Overlap, Misfire, Timeout, Attempts, Backoff      string
 	CatchUpWindow, MaxRuns, Jitter                    string
+	PauseNote, PausedUntil, PauseOnFailures           string
 }
 
 // localLayout is the layout of a datetime-local input.
@@ -62,6 +63,13 @@ func fieldsOf(t cron.Task, loc *time.Location) fields {
 	if t.Jitter != 0 {
 		f.Jitter = t.Jitter.String()
 	}
+	f.PauseNote = t.PauseNote
+	if !t.PausedUntil.IsZero() {
+		f.PausedUntil = t.PausedUntil.In(loc).Format(localLayout)
+	}
+	if t.PauseOnFailures != 0 {
+		f.PauseOnFailures = strconv.Itoa(t.PauseOnFailures)
+	}
 	if t.Retry.Attempts != 0 {
 		f.Attempts = strconv.Itoa(t.Retry.Attempts)
 	}
@@ -79,7 +87,8 @@ func fieldsFrom(r *http.Request) fields {
 		Permanent: v("permanent") != "", Once: v("once") != "", Paused: v("paused") != "",
 		Overlap: v("overlap"), Misfire: v("misfire"), Timeout: v("timeout"),
 		Attempts: v("retry.attempts"), Backoff: v("retry.backoff"), CatchUpWindow: v("catchUpWindow"),
-		MaxRuns: v("maxRuns"), Jitter: v("jitter")}
+		MaxRuns: v("maxRuns"), Jitter: v("jitter"), PauseNote: v("pauseNote"), PausedUntil: v("pausedUntil"),
+		PauseOnFailures: v("pauseOnFailures")}
 }
 
 // task returns the definition f holds, its times read in loc, or a
@@ -96,6 +105,15 @@ func (f fields) task(loc *time.Location) (cron.Task, error) {
 	}
 	if t.End, err = readTime(f.End, loc); err != nil {
 		return bad("end", err)
+	}
+	t.PauseNote = f.PauseNote
+	if t.PausedUntil, err = readTime(f.PausedUntil, loc); err != nil {
+		return bad("pausedUntil", err)
+	}
+	if f.PauseOnFailures != "" {
+		if t.PauseOnFailures, err = strconv.Atoi(f.PauseOnFailures); err != nil {
+			return bad("pauseOnFailures", fmt.Errorf("%q is not a number", f.PauseOnFailures))
+		}
 	}
 	if err := readDuration(f.Timeout, &t.Timeout); err != nil {
 		return bad("timeout", err)

@@ -94,6 +94,10 @@ func TestCreateEditDelete(t *testing.T) {
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "maxRuns", "x", "permanent", "1"}, "maxRuns"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "maxRuns", "-1", "permanent", "1"}, "maxRuns"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "jitter", "1.5s", "permanent", "1"}, "jitter"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "pauseNote", "why", "permanent", "1"}, "pauseNote"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "paused", "1", "pausedUntil", "later", "permanent", "1"}, "pausedUntil"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "pauseOnFailures", "x", "permanent", "1"}, "pauseOnFailures"},
+			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "pauseOnFailures", "101", "permanent", "1"}, "pauseOnFailures"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "*/70 * * * *", "permanent", "1"}, "spec"},
 		} {
 			res = f.post("/jobs/update", form(append(c.kv, "version", "4")...))
@@ -227,5 +231,31 @@ func TestPreview(t *testing.T) {
 			assert.Contains(t, p.Error, c.err, c.query)
 			assert.Empty(t, p.Next, c.query)
 		}
+	})
+}
+
+// TestCreatePausedWithANote creates a task paused until a time in its
+// zone, with a note, and one that pauses after failures: the definition
+// holds them, and the edit form shows them again.
+func TestCreatePausedWithANote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		defer f.stop()
+		res := f.post("/jobs/create", form("name", "shop 2", "handler", "ok", "spec", "0 9 * * 1-5", "zone", "Europe/Paris",
+			"permanent", "1", "paused", "1", "pauseNote", "until the shop opens", "pausedUntil", "2000-01-03T09:00",
+			"pauseOnFailures", "3", "version", "0"))
+		require.Equal(t, 303, res.status, res.body)
+		got, _, err := f.defs.Get(context.Background(), "shop 2")
+		require.NoError(t, err)
+		assert.True(t, got.Paused)
+		assert.Equal(t, "until the shop opens", got.PauseNote)
+		assert.True(t, time.Date(2000, 1, 3, 8, 0, 0, 0, time.UTC).Equal(got.PausedUntil), "09:00 in Paris: %v", got.PausedUntil)
+		assert.Equal(t, 3, got.PauseOnFailures)
+		page := f.get("/jobs/edit?name=shop+2").body
+		assert.Contains(t, page, `value="until the shop opens"`)
+		assert.Contains(t, page, `value="2000-01-03T09:00:00"`)
+		assert.Contains(t, page, `name="pauseOnFailures" inputmode="numeric" value="3"`)
+		synctest.Wait()
+		assert.Contains(t, f.get("/jobs/task?name=shop+2").body, "after 3 failed slots in a row")
 	})
 }

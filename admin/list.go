@@ -196,6 +196,8 @@ type row struct {
 	Last        *record   `json:"last,omitempty"`
 	Running     int       `json:"running"`
 	Paused      bool      `json:"paused"`
+	PauseNote   string    `json:"pauseNote,omitempty"`  // why it is paused
+	PausedUntil time.Time `json:"pausedUntil,omitzero"` // when it resumes by itself
 	Handler     string    `json:"handler,omitempty"`
 	BusinessID  string    `json:"businessId,omitempty"`
 	Refused     string    `json:"refused,omitempty"` // why the Table refused the task's latest definition
@@ -207,7 +209,8 @@ type row struct {
 func (h *handler) taskRow(s *cron.TaskState) row {
 	t := &s.Task
 	r := row{Kind: kindTask, Name: t.Name, Spec: t.Spec, Handler: t.Handler, BusinessID: t.BusinessID,
-		Paused: t.Paused, Running: s.Running, Next: s.Next, loc: zoneOf(t.Spec, t.Zone, h.o.Location)}
+		Paused: t.Paused, PauseNote: t.PauseNote, PausedUntil: t.PausedUntil, Running: s.Running, Next: s.Next,
+		loc: zoneOf(t.Spec, t.Zone, h.o.Location)}
 	if s.Refused != nil {
 		r.Refused = s.Refused.Error()
 	}
@@ -219,7 +222,9 @@ func (h *handler) taskRow(s *cron.TaskState) row {
 // if it has none or it is not known.
 func (h *handler) jobRow(ji *jobInfo, last *schedule.Record) row {
 	name := ji.job.Name()
-	r := row{Kind: kindJob, Name: name, Spec: ji.spec, Next: ji.job.Next(), Paused: ji.job.Paused(), loc: ji.loc}
+	n, paused := ji.job.PauseNote()
+	r := row{Kind: kindJob, Name: name, Spec: ji.spec, Next: ji.job.Next(), Paused: paused, PauseNote: n.Note,
+		PausedUntil: n.Until, loc: ji.loc}
 	var l schedule.Record
 	if last != nil {
 		l = *last
@@ -234,6 +239,7 @@ func (h *handler) finishRow(r *row, last schedule.Record) {
 	r.Description = h.describe(r.Spec, r.loc)
 	r.Zone = r.loc.String()
 	r.Next = in(r.Next, r.loc)
+	r.PausedUntil = in(r.PausedUntil, r.loc)
 	r.Last = recordOf(last, r.loc)
 	if r.Running == 0 && last.Status == schedule.Running && !last.Due.IsZero() {
 		r.Running = 1 // in flight on another replica, or its node died and its lease will expire

@@ -11,6 +11,7 @@ import (
 
 	"github.com/circulation-go/circulation/admin"
 	"github.com/circulation-go/circulation/cron"
+	"github.com/circulation-go/circulation/schedule"
 )
 
 // memDefs is an in-memory store of definitions, as the page sees
@@ -131,17 +132,20 @@ func (d *memDefs) Version(context.Context) (int64, error) {
 	return d.version, nil
 }
 
-func (d *memDefs) SetPaused(_ context.Context, name string, paused bool) error {
+func (d *memDefs) SetPaused(_ context.Context, name string, paused bool, note schedule.PauseNote) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur, ok := d.defs[name]
 	if !ok {
 		return fmt.Errorf("memdefs: %q: %w", name, cron.ErrUnknownTask)
 	}
-	if cur.task.Paused == paused {
+	if !paused {
+		note = schedule.PauseNote{}
+	}
+	if cur.task.Paused == paused && cur.task.PauseNote == note.Note && cur.task.PausedUntil.Equal(note.Until) {
 		return nil
 	}
-	cur.task.Paused = paused
+	cur.task.Paused, cur.task.PauseNote, cur.task.PausedUntil = paused, note.Note, note.Until
 	cur.version++
 	d.defs[name] = cur
 	d.wroteLocked()

@@ -151,9 +151,12 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 		if c.paused != old.paused || enforce {
 			held = c.paused // the definition's change wins over Pause and Resume
 		}
+		// A definition paused with another note or end pauses its job
+		// again, with them.
+		renote := held && c.paused && old.paused && !c.samePause(old.note)
 		switch {
 		case c == old:
-			if held != e.held {
+			if held != e.held || renote {
 				e.held = held
 				holds = append(holds, e)
 			}
@@ -169,7 +172,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 			if !c.sameTimes(old) {
 				moves = append(moves, e)
 			}
-			if held != e.held {
+			if held != e.held || renote {
 				e.held = held
 				holds = append(holds, e)
 			}
@@ -228,7 +231,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 	for _, e := range holds {
 		func() {
 			defer refuse()
-			t.hold(e)
+			t.hold(e, e.c.Load().pauseOptions()...)
 		}()
 	}
 	byJob := map[*schedule.Job]*entry{}
@@ -245,7 +248,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 		if held[i] {
 			func() {
 				defer refuse()
-				t.hold(e)
+				t.hold(e, e.c.Load().pauseOptions()...)
 			}()
 		}
 		if e.after != nil {
@@ -333,7 +336,7 @@ func (t *Table) newEntryLocked(name string, c *compiled, held bool, presets map[
 	key := c.policy()
 	p := presets[key]
 	if p == nil {
-		p = schedule.Preset(append(append(slices.Clip(t.jobOpts), schedule.WithStore(t.hand)), key.options()...)...)
+		p = schedule.Preset(append(append(slices.Clip(t.jobOpts), schedule.WithStore(t.hand)), key.options(t.pausedItself)...)...)
 		presets[key] = p
 	}
 	e.job = schedule.NewJob(name, t.scheduleOf(c), e.run, p)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -68,6 +69,42 @@ type compiled struct {
 	created            bool // seen is the definition's Created: no slot before it is owed, whatever the records say
 	misfire            schedule.Misfire
 	overlap            schedule.Overlap
+	pauseOn            uint8     // PauseOnFailures
+	note               *pauseDef // PauseNote and PausedUntil; nil for neither
+}
+
+// pauseOf returns the pause of d, nil for one with neither a note nor an
+// end.
+func pauseOf(d Task) *pauseDef {
+	if d.PauseNote == "" && d.PausedUntil.IsZero() {
+		return nil
+	}
+	return &pauseDef{note: d.PauseNote, until: d.PausedUntil.UTC()}
+}
+
+// A pauseDef is the note and the end of a task's pause, as its definition
+// gives them.
+type pauseDef struct {
+	note  string
+	until time.Time
+}
+
+// pauseOptions returns the options of the pause of c, as its definition
+// gives it: its note and its end, none if it gives none.
+func (c *compiled) pauseOptions() []schedule.PauseOption {
+	var p pauseDef
+	if c.note != nil {
+		p = *c.note
+	}
+	return []schedule.PauseOption{schedule.Because(p.note), schedule.ResumeAt(p.until)}
+}
+
+// samePause reports whether c gives a pause the note and end of p.
+func (c *compiled) samePause(p *pauseDef) bool {
+	if c.note == nil || p == nil {
+		return c.note == p
+	}
+	return c.note.note == p.note && c.note.until.Equal(p.until)
 }
 
 // start and end return the task's window; zero Times for an open side.
@@ -87,11 +124,16 @@ func instant(sec int64, nsec int32) time.Time {
 // spelled out: the policies by name, the times in UTC, Created as the time
 // the Table took for it.
 func (c *compiled) task(name string) Task {
-	return Task{Name: name, Handler: c.handler, BusinessID: c.businessID, Spec: c.spec, Zone: c.zone,
+	t := Task{Name: name, Handler: c.handler, BusinessID: c.businessID, Spec: c.spec, Zone: c.zone,
 		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once, Paused: c.paused,
 		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire], Timeout: Duration(c.timeout),
 		Retry: Retry{Attempts: int(c.attempts), Backoff: Duration(c.backoff)}, CatchUpWindow: Duration(c.window) * Duration(time.Second),
-		MaxRuns: int(c.maxRuns), Jitter: Duration(c.jitter) * Duration(time.Second), Created: time.Unix(0, c.seen).UTC()}
+		MaxRuns: int(c.maxRuns), Jitter: Duration(c.jitter) * Duration(time.Second), Created: time.Unix(0, c.seen).UTC(),
+		PauseOnFailures: int(c.pauseOn)}
+	if c.note != nil {
+		t.PauseNote, t.PausedUntil = c.note.note, c.note.until
+	}
+	return t
 }
 
 // floor returns the time before which the task owes no slot whatever its
@@ -145,6 +187,7 @@ func (c *compiled) same(d Task) bool {
 		c.paused == d.Paused && c.timeout == int64(d.Timeout) && int(c.attempts) == d.Retry.Attempts && c.backoff == int64(d.Retry.Backoff) &&
 		time.Duration(c.window)*time.Second == time.Duration(d.CatchUpWindow) &&
 		c.maxRuns == int64(d.MaxRuns) && time.Duration(c.jitter)*time.Second == time.Duration(d.Jitter) &&
+		int(c.pauseOn) == d.PauseOnFailures && c.samePause(pauseOf(d)) &&
 		(d.Created.IsZero() || (inNanos(d.Created) && c.seen == d.Created.UnixNano()))
 }
 
@@ -174,6 +217,7 @@ func (c *compiled) anchor() time.Time {
 type policy struct {
 	overlap          schedule.Overlap
 	misfire          schedule.Misfire
+	pauseOn          uint8
 	attempts         int32 // 0 for no retry, else 2 or more
 	window, jitter   uint32
 	timeout, backoff int64
@@ -182,15 +226,16 @@ type policy struct {
 // policy returns c's, with the retries that make no difference left out:
 // an Attempts below 2, and its Backoff, mean no retry.
 func (c *compiled) policy() policy {
-	p := policy{overlap: c.overlap, misfire: c.misfire, timeout: c.timeout, window: c.window, jitter: c.jitter}
+	p := policy{overlap: c.overlap, misfire: c.misfire, timeout: c.timeout, window: c.window, jitter: c.jitter, pauseOn: c.pauseOn}
 	if c.attempts >= 2 {
 		p.attempts, p.backoff = c.attempts, c.backoff
 	}
 	return p
 }
 
-// options returns the job options of p.
-func (p policy) options() []schedule.Option {
+// options returns the job options of p; paused is told of a job that
+// pauses itself (PauseOnFailures).
+func (p policy) options(paused func(*schedule.Job, schedule.PauseNote)) []schedule.Option {
 	opts := []schedule.Option{schedule.WithOverlap(p.overlap), schedule.WithMisfire(p.misfire)}
 	if p.timeout > 0 {
 		opts = append(opts, schedule.WithTimeout(time.Duration(p.timeout)))
@@ -203,6 +248,9 @@ func (p policy) options() []schedule.Option {
 	}
 	if p.jitter > 0 {
 		opts = append(opts, schedule.WithJitter(time.Duration(p.jitter)*time.Second))
+	}
+	if p.pauseOn > 0 {
+		opts = append(opts, schedule.WithPauseOnFailures(int(p.pauseOn), paused))
 	}
 	return opts
 }
@@ -319,6 +367,16 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("maxRuns", errors.New("negative: "+strconv.Itoa(d.MaxRuns)))
 	case d.Once && d.MaxRuns > 1:
 		return fail("maxRuns", errors.New(strconv.Itoa(d.MaxRuns)+" on a once task, which runs once"))
+	case d.PauseOnFailures < 0 || d.PauseOnFailures > schedule.MaxPauseOnFailures:
+		return fail("pauseOnFailures", errors.New(strconv.Itoa(d.PauseOnFailures)+" is not from 0 to "+strconv.Itoa(schedule.MaxPauseOnFailures)))
+	case d.PauseNote != "" && !d.Paused:
+		return fail("pauseNote", errors.New("set on a task that is not paused"))
+	case !d.PausedUntil.IsZero() && !d.Paused:
+		return fail("pausedUntil", errors.New("set on a task that is not paused"))
+	case len(d.PauseNote) > MaxPauseNoteLen:
+		return fail("pauseNote", errors.New("longer than "+strconv.Itoa(MaxPauseNoteLen)+" bytes"))
+	case !utf8.ValidString(d.PauseNote):
+		return fail("pauseNote", errors.New("not UTF-8"))
 	case !d.Created.IsZero() && !inNanos(d.Created):
 		return fail("created", errors.New(d.Created.UTC().Format(time.RFC3339)+" is out of range: want a time from 1678 to 2262"))
 	}
@@ -327,7 +385,7 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		permanent: d.Permanent, once: d.Once, paused: d.Paused, misfire: m, overlap: o,
 		timeout: int64(d.Timeout), attempts: int32(d.Retry.Attempts), backoff: int64(d.Retry.Backoff), seen: seen,
 		window: uint32(d.CatchUpWindow / Duration(time.Second)), jitter: uint32(d.Jitter / Duration(time.Second)),
-		maxRuns: int64(d.MaxRuns)}
+		maxRuns: int64(d.MaxRuns), pauseOn: uint8(d.PauseOnFailures), note: pauseOf(d)}
 	switch {
 	case !d.Created.IsZero():
 		c.seen, c.created = d.Created.UnixNano(), true

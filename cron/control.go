@@ -85,7 +85,9 @@ func (t *Table) TasksOf(ctx context.Context, names ...string) ([]TaskState, erro
 			s.Task = it.refused.task
 		} else {
 			s.Task = it.e.c.Load().task(it.name)
-			s.Task.Paused = it.held
+			n, paused := it.e.job.PauseNote()
+			s.Task.Paused = it.held && paused // a pause whose end has come is over
+			s.Task.PauseNote, s.Task.PausedUntil = n.Note, n.Until
 			s.Next = it.e.job.Next()
 			if n, ok := it.e.job.Remaining(); ok {
 				s.Remaining = n
@@ -184,7 +186,10 @@ var ErrTaskPaused = errors.New("cron: task paused")
 // Pause pauses the task name: its slots stop falling due until Resume,
 // and a slot due meanwhile neither runs nor is caught up after
 // (schedule.Job.Pause); runs in flight go on. Tasks reports it with
-// Paused set. Pause on a paused task does nothing.
+// Paused set. Its options give the pause a note (schedule.Because) and an
+// end (schedule.ResumeAt), which Tasks reports as the task's PauseNote
+// and PausedUntil; at its end the task resumes by itself. Pause on a
+// paused task changes what its options give, and nothing else.
 //
 // On a Table that follows a Source (Follow), Pause pauses the task's
 // definition in the Source (Source.SetPaused), so that every Table
@@ -202,16 +207,18 @@ var ErrTaskPaused = errors.New("cron: task paused")
 //
 // Pause returns ErrTableStopped after Stop. It may be called from
 // Handlers and Observers.
-func (t *Table) Pause(name string) error { return t.setPaused(name, true) }
+func (t *Table) Pause(name string, opts ...schedule.PauseOption) error {
+	return t.setPaused(name, true, opts)
+}
 
 // Resume resumes the task name, paused by its definition or by Pause: its
 // next slot is the first after now (schedule.Job.Resume). Resume on a task
 // that is not paused does nothing. It acts, and fails, as Pause does: on
 // the Source's definition, if t follows one, and else on this Table.
-func (t *Table) Resume(name string) error { return t.setPaused(name, false) }
+func (t *Table) Resume(name string) error { return t.setPaused(name, false, nil) }
 
-// setPaused is Pause if paused, Resume if not.
-func (t *Table) setPaused(name string, paused bool) error {
+// setPaused is Pause with opts if paused, Resume if not.
+func (t *Table) setPaused(name string, paused bool, opts []schedule.PauseOption) error {
 	t.mu.Lock()
 	f, stopped := t.follow, t.stopped
 	t.mu.Unlock()
@@ -219,7 +226,11 @@ func (t *Table) setPaused(name string, paused bool) error {
 		return ErrTableStopped
 	}
 	if f != nil {
-		if err := f.src.SetPaused(f.ctx, name, paused); err != nil {
+		var note schedule.PauseNote
+		if paused {
+			note = t.noteOf(name).With(opts...)
+		}
+		if err := f.src.SetPaused(f.ctx, name, paused, note); err != nil {
 			return err
 		}
 		defer f.trig.Fire() // and every other change of the Source since its last look
@@ -242,8 +253,46 @@ func (t *Table) setPaused(name string, paused bool) error {
 	}
 	e.held = paused
 	t.mu.Unlock()
-	t.hold(e)
+	t.hold(e, opts...)
 	return nil
+}
+
+// noteOf returns the note of the pause of the task name, if it is paused:
+// a Pause of a paused task keeps what its options do not change.
+func (t *Table) noteOf(name string) schedule.PauseNote {
+	t.mu.Lock()
+	e := t.tasks[name]
+	t.mu.Unlock()
+	if e == nil {
+		return schedule.PauseNote{}
+	}
+	n, _ := e.job.PauseNote()
+	return n
+}
+
+// pausedItself is told of a task's job that paused itself, with note
+// (PauseOnFailures): the task is paused, here and, if t follows a Source,
+// in its definition, for every replica.
+func (t *Table) pausedItself(j *schedule.Job, note schedule.PauseNote) {
+	name := j.Name()
+	t.mu.Lock()
+	e, f := t.tasks[name], t.follow
+	if e == nil || e.job != j || t.stopped {
+		t.mu.Unlock()
+		return
+	}
+	e.held = true
+	if f != nil {
+		t.controls++ // a read of the Source before SetPaused must not undo it
+	}
+	t.mu.Unlock()
+	if f == nil {
+		return
+	}
+	if err := f.src.SetPaused(f.ctx, name, true, note); err != nil && f.ctx.Err() == nil && f.onErr != nil {
+		f.onErr(fmt.Errorf("cron: pausing task %q after its failures: %w", clip(name), err))
+	}
+	f.trig.Fire()
 }
 
 func unknown(name string) error {
@@ -264,7 +313,7 @@ func (e *unknownTask) Unwrap() error { return ErrUnknownTask }
 // that a job that Apply drained, or Stop stopped, is never resumed. Pause
 // calls Observers, so it is called without t.mu; it does no harm to a job
 // being drained, which is paused already.
-func (t *Table) hold(e *entry) {
+func (t *Table) hold(e *entry, opts ...schedule.PauseOption) {
 	if testHookHold != nil {
 		testHookHold("start", e.job.Name())
 	}
@@ -281,7 +330,7 @@ func (t *Table) hold(e *entry) {
 		if testHookHold != nil {
 			testHookHold("pause", e.job.Name())
 		}
-		e.job.Pause()
+		e.job.Pause(opts...)
 		t.mu.Lock()
 		held := e.held
 		t.mu.Unlock()

@@ -137,14 +137,17 @@ func (d *memDefs) Version(ctx context.Context) (int64, error) {
 	return d.version, d.fail
 }
 
-func (s *memSource) SetPaused(ctx context.Context, name string, paused bool) error {
+func (s *memSource) SetPaused(ctx context.Context, name string, paused bool, note schedule.PauseNote) error {
 	s.mu.Lock()
 	t, ok := s.tasks[name]
 	if !ok {
 		s.mu.Unlock()
 		return fmt.Errorf("memsource: %w %q", cron.ErrUnknownTask, name)
 	}
-	t.Paused = paused
+	if !paused {
+		note = schedule.PauseNote{}
+	}
+	t.Paused, t.PauseNote, t.PausedUntil = paused, note.Note, note.Until
 	s.tasks[name] = t
 	s.version++
 	s.mu.Unlock()
@@ -457,4 +460,11 @@ func TestTableFollowApplyHandler(t *testing.T) {
 		require.NoError(t, tab.Stop(context.Background()))
 		assert.Equal(t, []string{"1 +[a] ~[] -[]", "2 +[b] ~[] -[]", "3 +[] ~[b] -[]"}, got)
 	})
+}
+
+// get returns the definition of name.
+func (d *memDefs) get(name string) cron.Task {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.tasks[name]
 }

@@ -57,6 +57,23 @@ type Task struct {
 	// job, but runs none of its slots until it is resumed: they pass
 	// without a run, and are not caught up after (schedule.Job.Pause).
 	Paused bool `json:"paused,omitempty"`
+	// PauseNote says why the task is paused, and by whom: free text that
+	// the Table gives its job's pause (schedule.Because), at most
+	// MaxPauseNoteLen bytes. A task that is not paused has none.
+	PauseNote string `json:"pauseNote,omitempty"`
+	// PausedUntil is when a paused task resumes by itself
+	// (schedule.ResumeAt); zero for a pause that only Resume, or a
+	// definition not paused, ends. A task whose PausedUntil has passed is
+	// not paused, whatever Paused says. A task that is not paused has
+	// none.
+	PausedUntil time.Time `json:"pausedUntil,omitzero"`
+	// PauseOnFailures pauses the task once that many of its slots in a row
+	// have Failed, counted in the Store's records of every replica
+	// (schedule.WithPauseOnFailures): its definition in the Source is
+	// then paused, with a PauseNote that names the last failure, so that
+	// every replica and the page see it. Zero means never; at most
+	// schedule.MaxPauseOnFailures.
+	PauseOnFailures int `json:"pauseOnFailures,omitempty"`
 	// Overlap says what happens when a slot falls due while a run of the
 	// task is in flight: "skip" (the default, schedule.OverlapSkip),
 	// "buffer-one" (schedule.OverlapBufferOne), "buffer-all"
@@ -123,9 +140,10 @@ type Source interface {
 	// be cheap.
 	Version(ctx context.Context) (int64, error)
 	// SetPaused pauses or resumes the task name, for every Table that
-	// follows the Source. It returns an error wrapping ErrUnknownTask if
-	// the Source has no such task.
-	SetPaused(ctx context.Context, name string, paused bool) error
+	// follows the Source: a pause with note's Note and Until as the
+	// task's PauseNote and PausedUntil; a Resume with none. It returns an
+	// error wrapping ErrUnknownTask if the Source has no such task.
+	SetPaused(ctx context.Context, name string, paused bool, note schedule.PauseNote) error
 	// Changes returns a channel that receives when this process changed a
 	// definition, or the Source learnt of a change, so that a Table
 	// applies it before its next look at Version; nil if there is none.
@@ -197,6 +215,9 @@ func (e *TaskError) Unwrap() error { return e.Err }
 // MaxNameLen is the length, in bytes, of the longest Task.Name.
 const MaxNameLen = 200
 
+// MaxPauseNoteLen is the length, in bytes, of the longest Task.PauseNote.
+const MaxPauseNoteLen = 1000
+
 func (d Duration) String() string { return time.Duration(d).String() }
 
 // MarshalText returns d as time.Duration's String: "1m30s".
@@ -240,7 +261,10 @@ func parseDuration(s string) (Duration, error) {
 //     which Parse reads as ISC cron does, as every hour, is refused;
 //   - End is missing and neither Permanent, Once nor MaxRuns is set, or
 //     End is set on a permanent task, or is before Start, or has passed;
-//   - MaxRuns is negative, or above 1 on a Once task;
+//   - MaxRuns is negative, or above 1 on a Once task; PauseOnFailures is
+//     negative or above schedule.MaxPauseOnFailures;
+//   - PauseNote or PausedUntil is set on a task that is not Paused, or
+//     PauseNote is longer than MaxPauseNoteLen or not UTF-8;
 //   - Overlap or Misfire is not one of the names in their docs;
 //   - Timeout, Retry.Attempts or Retry.Backoff is negative; Created is
 //     outside the years 1678 to 2262; CatchUpWindow or Jitter is

@@ -144,7 +144,7 @@ type config struct {
 	node        string
 	observer    func(Record)
 	pauseOn     int                   // WithPauseOnFailures' count, 0 for never
-	pausedBy    func(PauseNote)       // WithPauseOnFailures' callback
+	pausedBy    func(*Job, PauseNote) // WithPauseOnFailures' callback
 	sched       circulation.Scheduler // taken out by NewJob: the job's watch holds it
 }
 

@@ -34,6 +34,16 @@ func ResumeAt(t time.Time) PauseOption {
 	return pauseOption(func(n *PauseNote) { n.Until = t })
 }
 
+// With returns n with opts applied: what each gives replaces what n had.
+func (n PauseNote) With(opts ...PauseOption) PauseNote {
+	for _, o := range opts {
+		if o != nil {
+			o.applyPause(&n)
+		}
+	}
+	return n
+}
+
 // A pausing is the note of a job's pause, and the timer of its end.
 type pausing struct {
 	note  PauseNote
@@ -53,11 +63,7 @@ func (j *Job) notePauseLocked(now time.Time, opts []PauseOption) (over bool) {
 	if old != nil {
 		n = old.note
 	}
-	for _, o := range opts {
-		if o != nil {
-			o.applyPause(&n)
-		}
-	}
+	n = n.With(opts...)
 	if !n.Until.IsZero() && !n.Until.After(now) {
 		return true
 	}

@@ -20,14 +20,15 @@ const MaxPauseOnFailures = 100
 // records. A job without a Store counts its own slots. So a job that
 // fails on one replica and then on another pauses as if they were one
 // process; the pause itself is this Job's, and paused, if not nil, is
-// called with its note once the job has paused, from the run's goroutine
-// with no lock held, so that the caller can make it the pause of every
-// replica (as cron.Table does, writing it into the task's definition).
+// called with the job and its note once the job has paused, from the
+// run's goroutine with no lock held, so that the caller can make it the
+// pause of every replica (as cron.Table does, writing it into the task's
+// definition).
 //
 // The count is made when a slot has Failed, and a Resume starts it again:
 // the slots that failed before the Resume do not count. WithPauseOnFailures
 // panics if n is negative or more than MaxPauseOnFailures; 0 means never.
-func WithPauseOnFailures(n int, paused func(PauseNote)) Option {
+func WithPauseOnFailures(n int, paused func(*Job, PauseNote)) Option {
 	if n < 0 || n > MaxPauseOnFailures {
 		panic("schedule: WithPauseOnFailures(" + strconv.Itoa(n) + "): want 0 to " + strconv.Itoa(MaxPauseOnFailures))
 	}
@@ -83,7 +84,7 @@ func (j *Job) counted(x *active, p *pending, status Status, msg string) {
 	j.Pause(Because(note.Note))
 	if f := j.cfg.pausedBy; f != nil {
 		if got, ok := j.PauseNote(); ok {
-			f(got)
+			f(j, got)
 		}
 	}
 }

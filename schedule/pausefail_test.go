@@ -45,7 +45,7 @@ func TestPauseOnFailures(t *testing.T) {
 				var l journal
 				var notes []schedule.PauseNote
 				opts := []schedule.Option{schedule.WithObserver(l.observe), schedule.WithNode("n"),
-					schedule.WithPauseOnFailures(3, func(n schedule.PauseNote) { notes = append(notes, n) })}
+					schedule.WithPauseOnFailures(3, func(_ *schedule.Job, n schedule.PauseNote) { notes = append(notes, n) })}
 				if store == "MemoryStore" {
 					opts = append(opts, schedule.WithStore(schedule.NewMemoryStore(100)))
 				}
@@ -86,7 +86,7 @@ func TestPauseOnFailuresOnReplicas(t *testing.T) {
 		job := func(node string) *schedule.Job {
 			return schedule.NewJob("j", schedule.Every(10*time.Second), outcomes(""),
 				schedule.WithStore(store), schedule.WithNode(node), schedule.WithRetry(2, time.Second),
-				schedule.WithPauseOnFailures(3, func(n schedule.PauseNote) { paused = append(paused, node+": "+n.Note) }))
+				schedule.WithPauseOnFailures(3, func(_ *schedule.Job, n schedule.PauseNote) { paused = append(paused, node+": "+n.Note) }))
 		}
 		a := job("a")
 		start(t, a)

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/circulation-go/circulation/cron"
+	"github.com/circulation-go/circulation/schedule"
 )
 
 // Definitions is the table of task definitions a Store keeps beside its
@@ -92,7 +94,7 @@ func (d *Definitions) Create(ctx context.Context, t cron.Task) (int64, error) {
 	}
 	now := d.timeArg(time.Now())
 	err = d.write(ctx, func(tx *sql.Tx) error {
-		n, err := d.s.txExec(ctx, tx, d.q.insert, append(args, now)...)
+		n, err := d.s.txExec(ctx, tx, d.q.insert, append(append(args, now), d.pauseArgs(t)...)...)
 		if err != nil {
 			return err
 		}
@@ -120,7 +122,7 @@ func (d *Definitions) Update(ctx context.Context, t cron.Task, version int64) (i
 	var v int64
 	err = d.write(ctx, func(tx *sql.Tx) error {
 		d.s.stats.statements.Add(1)
-		err := tx.QueryRowContext(ctx, d.q.update, append(args, d.timeArg(time.Now()), version)...).Scan(&v)
+		err := tx.QueryRowContext(ctx, d.q.update, append(append(args, d.timeArg(time.Now()), version), d.pauseArgs(t)...)...).Scan(&v)
 		if err == sql.ErrNoRows {
 			return d.missed(ctx, tx, t.Name, version)
 		}
@@ -153,14 +155,22 @@ func (d *Definitions) Delete(ctx context.Context, name string, version int64) er
 }
 
 // SetPaused pauses or resumes the task name: the definition's Paused is
-// set to paused, and its version raised, unless Paused is so already, in
-// which case nothing is written. It does not check the rest of the
-// definition again: a task whose End has passed can still be paused. It
-// returns an error wrapping cron.ErrUnknownTask if there is no such
-// definition.
-func (d *Definitions) SetPaused(ctx context.Context, name string, paused bool) error {
+// set to paused, its PauseNote and PausedUntil to note's Note and Until
+// (none when it resumes), and its version raised, unless they are so
+// already, in which case nothing is written. It does not check the rest
+// of the definition again: a task whose End has passed can still be
+// paused; a note longer than cron.MaxPauseNoteLen, or not UTF-8, is
+// refused with a *cron.TaskError. It returns an error wrapping
+// cron.ErrUnknownTask if there is no such definition.
+func (d *Definitions) SetPaused(ctx context.Context, name string, paused bool, note schedule.PauseNote) error {
+	if !paused {
+		note = schedule.PauseNote{}
+	}
+	if len(note.Note) > cron.MaxPauseNoteLen || !isText(note.Note) {
+		return &cron.TaskError{Task: name, Field: "pauseNote", Err: errors.New("longer than " + strconv.Itoa(cron.MaxPauseNoteLen) + " bytes, or not UTF-8 text without NUL")}
+	}
 	err := d.write(ctx, func(tx *sql.Tx) error {
-		n, err := d.s.txExec(ctx, tx, d.q.pause, name, paused, d.timeArg(time.Now()))
+		n, err := d.s.txExec(ctx, tx, d.q.pause, name, paused, d.timeArg(time.Now()), note.Note, d.nullTimeArg(note.Until))
 		if err != nil || n > 0 {
 			return err
 		}

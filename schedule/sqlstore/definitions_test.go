@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/circulation-go/circulation/cron"
+	"github.com/circulation-go/circulation/schedule"
 	"github.com/circulation-go/circulation/schedule/sqlstore"
 )
 
@@ -103,19 +105,51 @@ func TestDefinitions(t *testing.T) {
 		_, err = defs.Update(ctx, task("nobody"), 1)
 		require.ErrorIs(t, err, cron.ErrUnknownTask)
 
-		require.NoError(t, defs.SetPaused(ctx, full.Name, true))
+		require.NoError(t, defs.SetPaused(ctx, full.Name, true, schedule.PauseNote{}))
 		got, v, err = defs.Get(ctx, full.Name)
 		require.NoError(t, err)
 		assert.True(t, got.Paused)
 		assert.Equal(t, int64(3), v, "pausing raises the version")
 		assert.True(t, changed(defs.Changes()))
-		require.NoError(t, defs.SetPaused(ctx, full.Name, true), "paused again")
+		require.NoError(t, defs.SetPaused(ctx, full.Name, true, schedule.PauseNote{}), "paused again")
 		_, v, err = defs.Get(ctx, full.Name)
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), v, "nothing changed, nothing written")
 		assert.False(t, changed(defs.Changes()))
-		require.NoError(t, defs.SetPaused(ctx, full.Name, false))
-		err = defs.SetPaused(ctx, "nobody", true)
+		until := time.Date(2031, 1, 2, 3, 4, 5, 6000, time.UTC)
+		require.NoError(t, defs.SetPaused(ctx, full.Name, true, schedule.PauseNote{Note: "db migration <ana>", Until: until}))
+		got, v, err = defs.Get(ctx, full.Name)
+		require.NoError(t, err)
+		assert.True(t, got.Paused)
+		assert.Equal(t, "db migration <ana>", got.PauseNote)
+		assert.True(t, until.Equal(got.PausedUntil), "%v", got.PausedUntil)
+		assert.Equal(t, int64(4), v, "a new note is a change")
+		require.NoError(t, defs.SetPaused(ctx, full.Name, true, schedule.PauseNote{Note: "db migration <ana>", Until: until}))
+		_, v, err = defs.Get(ctx, full.Name)
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), v, "the same note: nothing written")
+		var refused *cron.TaskError
+		require.ErrorAs(t, defs.SetPaused(ctx, full.Name, true, schedule.PauseNote{Note: strings.Repeat("x", cron.MaxPauseNoteLen+1)}), &refused)
+		assert.Equal(t, "pauseNote", refused.Field)
+		require.NoError(t, defs.SetPaused(ctx, full.Name, false, schedule.PauseNote{Note: "ignored"}))
+		got, _, err = defs.Get(ctx, full.Name)
+		require.NoError(t, err)
+		assert.False(t, got.Paused)
+		assert.Empty(t, got.PauseNote, "a Resume drops the note")
+		assert.True(t, got.PausedUntil.IsZero())
+
+		paused := full
+		paused.Name, paused.Paused, paused.PauseNote, paused.PausedUntil, paused.PauseOnFailures = "paused first", true, "not yet", until, 5
+		_, err = defs.Create(ctx, paused)
+		require.NoError(t, err)
+		got, _, err = defs.Get(ctx, paused.Name)
+		require.NoError(t, err)
+		assert.Equal(t, "not yet", got.PauseNote)
+		assert.True(t, until.Equal(got.PausedUntil))
+		assert.Equal(t, 5, got.PauseOnFailures)
+		require.NoError(t, defs.Delete(ctx, paused.Name, 1))
+
+		err = defs.SetPaused(ctx, "nobody", true, schedule.PauseNote{})
 		require.ErrorIs(t, err, cron.ErrUnknownTask)
 		assert.ErrorContains(t, err, "nobody")
 
@@ -127,7 +161,7 @@ func TestDefinitions(t *testing.T) {
 		assert.Equal(t, "a first", list[0].Task.Name, "sorted by name")
 		assert.Equal(t, int64(1), list[0].Version)
 		assert.Equal(t, full.Name, list[1].Task.Name)
-		assert.Equal(t, int64(4), list[1].Version)
+		assert.Equal(t, int64(5), list[1].Version)
 		assert.False(t, list[1].Updated.Before(list[1].Task.Created))
 
 		tasks, v, err = defs.Tasks(ctx)
@@ -135,26 +169,27 @@ func TestDefinitions(t *testing.T) {
 		require.Len(t, tasks, 2)
 		assert.Equal(t, list[0].Task, tasks[0])
 		assert.Equal(t, list[1].Task, tasks[1])
-		// Writes: 2 Creates, an Update, 2 SetPaused that changed something.
-		assert.Equal(t, int64(5), v)
+		// Writes: 3 Creates, a Delete, an Update, 3 SetPaused that changed
+		// something.
+		assert.Equal(t, int64(8), v)
 		vv, err := defs.Version(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, v, vv)
 
-		require.ErrorIs(t, defs.Delete(ctx, full.Name, 3), sqlstore.ErrStale)
-		require.NoError(t, defs.Delete(ctx, full.Name, 4))
+		require.ErrorIs(t, defs.Delete(ctx, full.Name, 4), sqlstore.ErrStale)
+		require.NoError(t, defs.Delete(ctx, full.Name, 5))
 		_, _, err = defs.Get(ctx, full.Name)
 		require.ErrorIs(t, err, cron.ErrUnknownTask)
-		require.ErrorIs(t, defs.Delete(ctx, full.Name, 4), cron.ErrUnknownTask)
+		require.ErrorIs(t, defs.Delete(ctx, full.Name, 5), cron.ErrUnknownTask)
 		v, err = defs.Version(ctx)
 		require.NoError(t, err)
-		assert.Equal(t, int64(6), v)
+		assert.Equal(t, int64(9), v)
 
 		// Another Store on the database sees the definitions.
 		other := newStore(t, b, dsn).Definitions()
 		tasks, v, err = other.Tasks(ctx)
 		require.NoError(t, err)
-		assert.Equal(t, int64(6), v)
+		assert.Equal(t, int64(9), v)
 		require.Len(t, tasks, 1)
 		assert.Equal(t, "a first", tasks[0].Name)
 	})

@@ -304,7 +304,7 @@ func (ed *editor) update(name string, change func(*cron.Task)) error {
 }
 
 func (ed *editor) setPaused(name string, paused bool) error {
-	if err := ed.defs.SetPaused(ctx, name, paused); err != nil {
+	if err := ed.defs.SetPaused(ctx, name, paused, schedule.PauseNote{}); err != nil {
 		return err
 	}
 	m := ed.model[name]

@@ -61,7 +61,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 		s := newStore(t, b, dsn, sqlstore.WithHistory(100, 100))
 		require.Equal(t, sqlstore.SchemaVersion(), version())
-		require.Equal(t, 7, sqlstore.SchemaVersion())
+		require.Equal(t, 8, sqlstore.SchemaVersion())
 		h, err := s.History(ctx, "j", 10)
 		require.NoError(t, err)
 		require.Len(t, h, len(wrote), "the records are kept")
@@ -236,5 +236,46 @@ func TestLongestTableName(t *testing.T) {
 		var n int
 		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+tb+"_readable").Scan(&n))
 		assert.Equal(t, 1, n)
+	})
+}
+
+// TestMigratePauseNotes migrates a schema of version 7 holding a paused
+// definition to version 8: it reads with no note, no end and no
+// PauseOnFailures, as do those a replica of version 7 writes after the
+// migration, and a pause with a note is kept.
+func TestMigratePauseNotes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		tb := tableFor(t)
+		db := openDB(t, b.driver, dsn)
+		_, err := sqlstore.NewAtVersion(ctx, db, b.dialect, 7, sqlstore.WithTable(tb))
+		require.NoError(t, err)
+		insert := func(name string) {
+			now := "2030-01-01T00:00:00.000000Z"
+			q := `INSERT INTO ` + tb + `_tasks (name, handler, business_id, spec, zone, permanent, once, paused, overlap, misfire,
+	timeout, retry_attempts, retry_backoff, version, created_at, updated_at, catch_up_window, max_runs, jitter)
+VALUES ('` + name + `', 'h', '', '@hourly', '', true, false, true, '', '', '0s', 0, '0s', 1, '` + now + `', '` + now + `', '0s', 0, '0s')`
+			_, err := db.Exec(q)
+			require.NoError(t, err)
+		}
+		insert("old")
+		s := newStore(t, b, dsn)
+		for _, name := range []string{"old", "written by version 7 after the migration"} {
+			if name != "old" {
+				insert(name)
+			}
+			got, _, err := s.Definitions().Get(ctx, name)
+			require.NoError(t, err)
+			assert.True(t, got.Paused, name)
+			assert.Empty(t, got.PauseNote, name)
+			assert.True(t, got.PausedUntil.IsZero(), name)
+			assert.Zero(t, got.PauseOnFailures, name)
+		}
+		until := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+		require.NoError(t, s.Definitions().SetPaused(ctx, "old", true, schedule.PauseNote{Note: "upgrade", Until: until}))
+		got, _, err := s.Definitions().Get(ctx, "old")
+		require.NoError(t, err)
+		assert.Equal(t, "upgrade", got.PauseNote)
+		assert.True(t, until.Equal(got.PausedUntil))
 	})
 }

@@ -51,7 +51,7 @@ func TestPauseOnFailuresCountsInTheStore(t *testing.T) {
 		second := newStore(t, b, dsn)
 		notes := make(chan schedule.PauseNote, 1)
 		j := schedule.NewJob("j", schedule.Every(every), fail, schedule.WithStore(second), schedule.WithNode("b"),
-			schedule.WithPauseOnFailures(before+1, func(n schedule.PauseNote) { notes <- n }))
+			schedule.WithPauseOnFailures(before+1, func(_ *schedule.Job, n schedule.PauseNote) { notes <- n }))
 		require.NoError(t, j.Start(ctx))
 		defer func() { require.NoError(t, j.Stop(ctx)) }()
 		select {

@@ -83,6 +83,10 @@ func (m migration) statements(d Dialect, table string) []string {
 //
 // Version 7: {t}_readable names the reason schedule.Backfill (4), which a
 // replica of version 6 shows as Reason(4).
+//
+// Version 8: a task's pause note and end (cron.Task.PauseNote, ” for
+// none, and PausedUntil, NULL for none), and its PauseOnFailures (0 for
+// never), the defaults of the rows that a replica of version 7 writes.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -226,6 +230,13 @@ FROM {t}`,
 	},
 }, {
 	all: []string{`DROP VIEW {t}_readable`}, // its CREATE VIEW, version 3's with Backfill, is made by init
+}, {
+	all: []string{
+		`ALTER TABLE {t}_tasks ADD COLUMN pause_note TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE {t}_tasks ADD COLUMN pause_on_failures INTEGER NOT NULL DEFAULT 0`,
+	},
+	postgres: []string{`ALTER TABLE {t}_tasks ADD COLUMN paused_until TIMESTAMPTZ`},
+	sqlite:   []string{`ALTER TABLE {t}_tasks ADD COLUMN paused_until TEXT`},
 }}
 
 func init() {

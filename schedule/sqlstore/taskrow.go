@@ -23,11 +23,14 @@ type defQueries struct {
 
 const taskColumns = `name, handler, business_id, spec, zone, start_at, end_at, permanent, once, paused,
 	overlap, misfire, timeout, retry_attempts, retry_backoff, version, created_at, updated_at, catch_up_window,
-	max_runs, jitter`
+	max_runs, jitter, pause_note, paused_until, pause_on_failures`
 
 // The statements of Definitions, with {t} and $n as in queries.go. $1 to
-// $15 are a definition's columns from name to retry_backoff, and $16 to
-// $18 its catch_up_window, max_runs and jitter.
+// $15 are a definition's columns from name to retry_backoff, $16 to $18
+// its catch_up_window, max_runs and jitter, and its pause_note,
+// paused_until and pause_on_failures come after the time of the write
+// ($19): $20 to $22 in an insert, $21 to $23 in an update, after the
+// version it expects.
 const (
 	// bump counts a write in the change marker. Every write runs it first
 	// in its transaction: on PostgreSQL the writers then take the
@@ -37,16 +40,16 @@ const (
 	versionSQL = `SELECT version FROM {t}_tasks_version`
 
 	insertTaskSQL = `INSERT INTO {t}_tasks (` + taskColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $19, $19, $16, $17, $18)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $19, $19, $16, $17, $18, $20, $21, $22)
 ON CONFLICT (name) DO NOTHING`
 	updateTaskSQL = `UPDATE {t}_tasks SET handler = $2, business_id = $3, spec = $4, zone = $5, start_at = $6,
 	end_at = $7, permanent = $8, once = $9, paused = $10, overlap = $11, misfire = $12, timeout = $13,
 	retry_attempts = $14, retry_backoff = $15, catch_up_window = $16, max_runs = $17, jitter = $18,
-	version = version + 1, updated_at = $19
+	pause_note = $21, paused_until = $22, pause_on_failures = $23, version = version + 1, updated_at = $19
 WHERE name = $1 AND version = $20
 RETURNING version`
-	pauseTaskSQL = `UPDATE {t}_tasks SET paused = $2, version = version + 1, updated_at = $3
-WHERE name = $1 AND paused <> $2`
+	pauseTaskSQL = `UPDATE {t}_tasks SET paused = $2, pause_note = $4, paused_until = $5, version = version + 1, updated_at = $3
+WHERE name = $1 AND (paused <> $2 OR pause_note <> $4 OR paused_until IS DISTINCT FROM $5)`
 	deleteTaskSQL  = `DELETE FROM {t}_tasks WHERE name = $1 AND version = $2`
 	deleteSinceSQL = `DELETE FROM {t}_since WHERE job = $1`
 	currentTaskSQL = `SELECT version FROM {t}_tasks WHERE name = $1`
@@ -98,6 +101,12 @@ func (d *Definitions) args(t cron.Task) ([]any, error) {
 		t.Retry.Backoff.String(), t.CatchUpWindow.String(), int64(t.MaxRuns), t.Jitter.String()}, nil
 }
 
+// pauseArgs returns the columns pause_note, paused_until and
+// pause_on_failures of t.
+func (d *Definitions) pauseArgs(t cron.Task) []any {
+	return []any{t.PauseNote, d.nullTimeArg(t.PausedUntil), t.PauseOnFailures}
+}
+
 // timeArg is t as a parameter of a time column: a time.Time in UTC on
 // PostgreSQL, RFC 3339 text on SQLite; to the microsecond.
 func (d *Definitions) timeArg(t time.Time) any {
@@ -130,13 +139,17 @@ func (d *Definitions) scan(sc scanner) (Definition, error) {
 		jitter                   string
 		attempts, maxRuns        int64
 		permanent, once, paused  bool
+		until                    dbTime
+		pauseOn                  int64
 	)
 	err := sc.Scan(&t.Name, &t.Handler, &t.BusinessID, &t.Spec, &t.Zone, &start, &end, &permanent, &once, &paused,
-		&t.Overlap, &t.Misfire, &timeout, &attempts, &backoff, &def.Version, &created, &upd, &window, &maxRuns, &jitter)
+		&t.Overlap, &t.Misfire, &timeout, &attempts, &backoff, &def.Version, &created, &upd, &window, &maxRuns, &jitter,
+		&t.PauseNote, &until, &pauseOn)
 	if err != nil {
 		return Definition{}, err
 	}
-	t.Start, t.End, t.Created, def.Updated = start.t, end.t, created.t, upd.t
+	t.Start, t.End, t.Created, def.Updated, t.PausedUntil = start.t, end.t, created.t, upd.t, until.t
+	t.PauseOnFailures = int(pauseOn)
 	t.Permanent, t.Once, t.Paused = permanent, once, paused
 	t.Retry.Attempts, t.MaxRuns = int(attempts), int(maxRuns)
 	for _, f := range [...]struct {
