@@ -179,7 +179,8 @@ func (j *Job) limitLocked(s Schedule, since time.Time) *first {
 // slot that has not fallen due does not count, however far the Schedule
 // was asked ahead. It is 0 once the last slot has fallen due, and stays
 // above 0 if the Schedule ends first. While a job is held at Start (see
-// WithMaxRuns), it counts from the Start, at most what is left.
+// WithMaxRuns), it counts from the Start, or WithSince's time, and may
+// report more than is left.
 func (j *Job) Remaining() (int, bool) {
 	j.mu.Lock()
 	s := j.sched
