@@ -23,9 +23,9 @@ import (
 // times of s from after to t, up to n of them, and each Next later, one
 // more. That first walk is the cost of a First made long after after:
 // up to n calls of s.Next, holding the First's lock (and a job's, at its
-// Start and SetSchedule), which for a cron spec take 100 to 300 ns each;
-// a year of one-second slots is 31 million of them, some seconds. Keep n
-// to what the job needs, or after recent. First(s, after, 0) has no time.
+// Start and SetSchedule), which take some 100 ns each for a cron spec: a
+// year of one-second slots is 31 million of them, seconds. Keep n to what
+// the job needs, or after recent. First(s, after, 0) has no time.
 // First panics if s is nil or n is negative.
 func First(s Schedule, after time.Time, n int) Schedule {
 	switch {
