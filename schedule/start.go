@@ -26,7 +26,8 @@ var ErrStopped = errors.New("schedule: job stopped")
 //
 // A store that fails here does not prevent the start: the job treats it as
 // an outage and applies the Misfire policy at its first slot whose claim
-// succeeds. Start returns ErrStarted if the job was started before, or
+// succeeds; a job with WithMaxRuns whose SharedStore cannot tell when its
+// count began runs no slot until it can (see WithMaxRuns). Start returns ErrStarted if the job was started before, or
 // another Start is under way; ErrStopped if Stop was called before Start
 // returned; ctx.Err() if ctx is done before it reads the store (the job
 // can then be started again); and the store's error if it cannot hold the
