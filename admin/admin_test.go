@@ -326,6 +326,25 @@ func TestEscaped(t *testing.T) {
 	})
 }
 
+// TestUpcomingWithMaxRuns: a task's page lists the runs its MaxRuns
+// leaves, counted from its Created as its Table counts them, not ten.
+func TestUpcomingWithMaxRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := task("limited")
+		d.MaxRuns = 3
+		f := newFixture(t, nil, d) // created now: 09:00 of three days
+		defer f.stop()
+		var got jsonDetail
+		f.getJSON("/jobs/api/task?name=limited", 200, &got)
+		require.Len(t, got.Upcoming, 3)
+		assert.Equal(t, got.Next, got.Upcoming[0])
+		time.Sleep(36 * time.Hour) // two of them passed
+		f.getJSON("/jobs/api/task?name=limited", 200, &got)
+		require.Len(t, got.Upcoming, 1)
+		assert.Equal(t, got.Next, got.Upcoming[0])
+	})
+}
+
 // TestRunPauseResume runs, pauses and resumes a task and a job through
 // the page, and checks what the Table, the Job and the pages say.
 func TestRunPauseResume(t *testing.T) {

@@ -125,7 +125,9 @@ func (f fields) task(loc *time.Location) (cron.Task, error) {
 		return bad("jitter", err)
 	}
 	if f.MaxRuns != "" {
-		if t.MaxRuns, err = strconv.Atoi(f.MaxRuns); err != nil {
+		if t.MaxRuns, err = strconv.Atoi(f.MaxRuns); errors.Is(err, strconv.ErrRange) {
+			return bad("maxRuns", fmt.Errorf("%q is out of range: want 0 to %d", f.MaxRuns, cron.MaxMaxRuns))
+		} else if err != nil {
 			return bad("maxRuns", fmt.Errorf("%q is not a number", f.MaxRuns))
 		}
 	}

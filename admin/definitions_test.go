@@ -105,6 +105,12 @@ func TestCreateEditDelete(t *testing.T) {
 			assert.Contains(t, res.body, `id="`+c.field+`" name="`+c.field+`"`, c.field)
 			assert.Regexp(t, `id="`+strings.ReplaceAll(c.field, ".", `\.`)+`" name="[^"]*"[^>]* aria-invalid="true"`, res.body, c.field)
 		}
+		res = f.post("/jobs/update", form("name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "maxRuns", "99999999999999999999", "permanent", "1", "version", "4"))
+		assert.Equal(t, 422, res.status)
+		assert.Contains(t, res.body, "is out of range: want 0 to 100000", "a number too large for an int is no less a number")
+		res = f.post("/jobs/update", form("name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "maxRuns", "100001", "permanent", "1", "version", "4"))
+		assert.Equal(t, 422, res.status)
+		assert.Contains(t, res.body, "100001 is more than 100000")
 		res = f.post("/jobs/create", form("name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "permanent", "1"))
 		assert.Equal(t, 409, res.status)
 		assert.Contains(t, res.body, "A task of this name exists already")

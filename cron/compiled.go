@@ -276,11 +276,16 @@ var (
 // some time to run at by now. A zone is loaded once for every task (zone),
 // and a spec read once for every task of the Table with the same spec and
 // location (t.specs). seen is when t first loaded the task, if it did, or
-// 0: the anchor of a Once task without Created.
+// 0: the anchor of a Once task without Created. A task with MaxRuns must
+// have a Start or a Created: counted from when each Table loaded it, the
+// replicas and the restarts would each run MaxRuns slots.
 func (t *Table) compile(d Task, now time.Time, seen int64) (*compiled, error) {
 	c, err := compile(d, t.handlers, t.loc, t.parse, now, seen)
 	if err != nil {
 		return nil, err
+	}
+	if d.MaxRuns > 0 && d.Start.IsZero() && d.Created.IsZero() {
+		return nil, &TaskError{Task: d.Name, Field: "maxRuns", Err: errors.New("needs start or created, so that every replica counts from the same time")}
 	}
 	if jc, ok := t.store.(schedule.JobChecker); ok {
 		if err := jc.CheckJob(d.Name); err != nil {
@@ -365,6 +370,8 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("jitter", errors.New(d.Jitter.String()+" is longer than 100 years"))
 	case d.MaxRuns < 0:
 		return fail("maxRuns", errors.New("negative: "+strconv.Itoa(d.MaxRuns)))
+	case d.MaxRuns > MaxMaxRuns:
+		return fail("maxRuns", errors.New(strconv.Itoa(d.MaxRuns)+" is more than "+strconv.Itoa(MaxMaxRuns)))
 	case d.Once && d.MaxRuns > 1:
 		return fail("maxRuns", errors.New(strconv.Itoa(d.MaxRuns)+" on a once task, which runs once"))
 	case d.PauseOnFailures < 0 || d.PauseOnFailures > schedule.MaxPauseOnFailures:

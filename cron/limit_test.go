@@ -156,6 +156,71 @@ func TestTaskMaxRunsOnReplicas(t *testing.T) {
 	})
 }
 
+// A Table refuses a task with MaxRuns but neither Start nor Created:
+// counted from when each Table loaded it, two replicas, or a process and
+// its restart, would each run MaxRuns slots. Validate accepts it, for a
+// store of definitions sets Created as it saves it.
+func TestTaskMaxRunsNeedsAnAnchor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", time.Second)}, cron.WithLocation(time.UTC))
+		defer tab.Stop(context.Background())
+		d := cron.Task{Name: "t", Handler: "h", Spec: "*/10 * * * * *", MaxRuns: 3}
+		require.NoError(t, d.Validate())
+		_, err := tab.Apply(context.Background(), []cron.Task{d})
+		assert.EqualError(t, err, `cron: task "t": maxRuns: needs start or created, so that every replica counts from the same time`)
+		var te *cron.TaskError
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, "maxRuns", te.Field)
+		assert.Error(t, state(t, tab, "t").Refused)
+		for _, ok := range []cron.Task{
+			{Name: "start", Handler: "h", Spec: "*/10 * * * * *", MaxRuns: 3, Start: time.Now()},
+			{Name: "created", Handler: "h", Spec: "*/10 * * * * *", MaxRuns: 3, Created: time.Now()},
+		} {
+			_, err := tab.Apply(context.Background(), []cron.Task{ok})
+			assert.NoError(t, err, ok.Name)
+		}
+	})
+}
+
+// A task with MaxRuns 2 loaded again by a new Table on the same store, as
+// after a restart, goes on with the count from its Created: 2 runs in all.
+func TestTaskMaxRunsAcrossARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		store := schedule.NewMemoryStore(100)
+		time.Sleep(5 * time.Second)
+		d := cron.Task{Name: "t", Handler: "h", Spec: "*/10 * * * * *", MaxRuns: 2, Created: time.Now()}
+		for range 2 {
+			tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", time.Second)}, cron.WithLocation(time.UTC),
+				cron.WithStore(store))
+			_, err := tab.Apply(context.Background(), []cron.Task{d})
+			require.NoError(t, err)
+			time.Sleep(time.Minute)
+			require.NoError(t, tab.Stop(context.Background()))
+		}
+		assert.Len(t, l.of("t"), 2)
+	})
+}
+
+// TaskState.Remaining counts the slots that have fallen due: a task with a
+// Jitter, whose job looks at the slot after its next, has its whole count
+// left before its first slot.
+func TestTaskRemainingWithJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", time.Second)}, cron.WithLocation(time.UTC))
+		defer tab.Stop(context.Background())
+		time.Sleep(5 * time.Second)
+		d := cron.Task{Name: "t", Handler: "h", Spec: "0 * * * * *", MaxRuns: 3, Created: time.Now(), Jitter: cron.Duration(20 * time.Second)}
+		_, err := tab.Apply(context.Background(), []cron.Task{d})
+		require.NoError(t, err)
+		assert.Equal(t, 3, state(t, tab, "t").Remaining)
+		time.Sleep(time.Minute)
+		assert.Equal(t, 2, state(t, tab, "t").Remaining)
+	})
+}
+
 // A task's Jitter delays each slot by schedule.Jitter of its name and due
 // time, bounded by half the time to its next slot.
 func TestTaskJitter(t *testing.T) {

@@ -40,17 +40,23 @@ type Task struct {
 	End       time.Time `json:"end,omitzero"`
 	Permanent bool      `json:"permanent,omitempty"`
 	// Once makes the task run once: at the first time of Spec at or after
-	// Start, or, without a Start, after the Table first loaded the task.
+	// Start, or, without a Start, after Created, or else after the Table
+	// first loaded the task: a Once task with neither, loaded by two
+	// replicas or again after a restart, may run once for each (a Source
+	// sets Created).
 	Once bool `json:"once,omitempty"`
 	// MaxRuns limits the task to its first MaxRuns slots: the times of
 	// Spec within [Start, End] at or after Start, or, without a Start,
 	// after Created, as Once counts its one (schedule.First). Each slot
 	// uses its turn whether it ran or not: one skipped by the Overlap
-	// policy, or missed, counts. After the last, the task has no run left,
-	// as one past its End. Every replica and every restart derive the
-	// same slots from the definition, with nothing else kept. A task
-	// with MaxRuns needs no End. Zero means no limit; it must not be
-	// negative, and a Once task's is 0 or 1. Quartz's repeatCount,
+	// policy, or missed, counts; a RunNow does not, being no slot (Quartz
+	// counts slots so; gocron's limited runs count every run). After the
+	// last, the task has no run left, as one past its End. Every replica
+	// and every restart derive the same slots from the definition, with
+	// nothing else kept: a Table refuses a task with MaxRuns but neither
+	// Start nor Created (a Source sets Created). A task with MaxRuns needs
+	// no End. Zero means no limit; it must not be negative nor more than
+	// MaxMaxRuns, and a Once task's is 0 or 1. Quartz's repeatCount,
 	// Temporal's limited actions.
 	MaxRuns int `json:"maxRuns,omitempty"`
 	// Paused keeps the task loaded, in the Table's inventory, with its
@@ -218,6 +224,13 @@ const MaxNameLen = 200
 // MaxPauseNoteLen is the length, in bytes, of the longest Task.PauseNote.
 const MaxPauseNoteLen = 1000
 
+// MaxMaxRuns is the largest Task.MaxRuns. A task's job counts its slots
+// by walking them, from its anchor up to now, at each start and each
+// change of its times, holding the job's lock (schedule.First): up to
+// MaxRuns calls of its Schedule's Next: about 10 ms for 100,000 slots of
+// a spec of every second.
+const MaxMaxRuns = 100_000
+
 func (d Duration) String() string { return time.Duration(d).String() }
 
 // MarshalText returns d as time.Duration's String: "1m30s".
@@ -250,8 +263,9 @@ func parseDuration(s string) (Duration, error) {
 // Validate reports whether t is a definition that a Table can run,
 // without a Table: a store of definitions calls it before it saves one.
 // It returns a *TaskError naming the first field at fault, or nil. A Table
-// checks the same in Apply, and also that the Handler is one of its own
-// and that its Store can hold the Name.
+// checks the same in Apply, and also that the Handler is one of its own,
+// that its Store can hold the Name, and that a task with MaxRuns has a
+// Start or a Created (a store of definitions sets Created as it saves).
 //
 // A definition cannot run, and is refused, if:
 //
@@ -261,8 +275,9 @@ func parseDuration(s string) (Duration, error) {
 //     which Parse reads as ISC cron does, as every hour, is refused;
 //   - End is missing and neither Permanent, Once nor MaxRuns is set, or
 //     End is set on a permanent task, or is before Start, or has passed;
-//   - MaxRuns is negative, or above 1 on a Once task; PauseOnFailures is
-//     negative or above schedule.MaxPauseOnFailures;
+//   - MaxRuns is negative, more than MaxMaxRuns, or above 1 on a Once
+//     task; PauseOnFailures is negative or above
+//     schedule.MaxPauseOnFailures;
 //   - PauseNote or PausedUntil is set on a task that is not Paused, or
 //     PauseNote is longer than MaxPauseNoteLen or not UTF-8;
 //   - Overlap or Misfire is not one of the names in their docs;

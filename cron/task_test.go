@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -72,6 +71,9 @@ func refused(now time.Time) map[string]struct {
 		"in 150 years": {"start", base(func(d *cron.Task) { d.Start = now.AddDate(150, 0, 0) })},
 		"maxRuns":      {"maxRuns", base(func(d *cron.Task) { d.MaxRuns = -1 })},
 		"maxRuns once": {"maxRuns", base(func(d *cron.Task) { d.Once, d.Permanent, d.MaxRuns = true, false, 2 })},
+		"maxRuns too many": {"maxRuns", base(func(d *cron.Task) {
+			d.Permanent, d.MaxRuns, d.Created = false, cron.MaxMaxRuns+1, now
+		})},
 		"maxRuns, none": {"spec", base(func(d *cron.Task) {
 			d.Spec, d.Permanent, d.MaxRuns = "0 0 30 2 *", false, 3
 		})},
@@ -109,10 +111,10 @@ func valid(now time.Time) map[string]cron.Task {
 		"created in future":    base(func(d *cron.Task) { d.Created = now.Add(time.Hour) }),
 		"every":                base(func(d *cron.Task) { d.Spec = "@every 90m" }),
 		"once, no end":         base(func(d *cron.Task) { d.Once, d.Permanent = true, false }),
-		"maxRuns, no end":      base(func(d *cron.Task) { d.MaxRuns, d.Permanent = 3, false }),
-		"maxRuns, permanent":   base(func(d *cron.Task) { d.MaxRuns = 3 }),
-		"maxRuns huge":         base(func(d *cron.Task) { d.MaxRuns, d.Permanent = math.MaxInt, false }),
-		"maxRuns, once":        base(func(d *cron.Task) { d.MaxRuns, d.Once = 1, true }),
+		"maxRuns, no end":      base(func(d *cron.Task) { d.MaxRuns, d.Permanent, d.Created = 3, false, now }),
+		"maxRuns, permanent":   base(func(d *cron.Task) { d.MaxRuns, d.Created = 3, now }),
+		"maxRuns largest":      base(func(d *cron.Task) { d.MaxRuns, d.Permanent, d.Created = cron.MaxMaxRuns, false, now }),
+		"maxRuns, once":        base(func(d *cron.Task) { d.MaxRuns, d.Once, d.Created = 1, true, now }),
 		"maxRuns, passed":      base(func(d *cron.Task) { d.MaxRuns, d.Start, d.Permanent = 2, now.Add(-5*time.Hour), false }),
 		"jitter":               base(func(d *cron.Task) { d.Jitter = cron.Duration(time.Minute) }),
 	}

@@ -168,6 +168,12 @@ const (
 // so that the records of runs since the start do not hide it. A job with
 // no record before the start owes the slots since it has been scheduled
 // (sinceOf), as at Start.
+//
+// A job held at Start (WithMaxRuns, its SharedStore's Since failed) first
+// reads Since again, until it answers: it then counts its slots from the
+// store's time, runs again, and gives the slots it held since the start
+// what a Start now would have given them, the Misfire policy (a slot that
+// another replica ran has a record, and does not run again).
 func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 	j.mu.Lock()
 	x := j.x // made by Start
@@ -178,8 +184,7 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 	if !live || gap.IsZero() {
 		return 0, false
 	}
-	last, err := j.lastBefore(ctx, x.store, sched, gap, time.Now())
-	if err != nil {
+	retry := func() (time.Duration, bool) {
 		if ctx.Err() != nil {
 			return 0, false
 		}
@@ -188,6 +193,23 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 		r.gapPause = pause
 		j.mu.Unlock()
 		return pause, true
+	}
+	var counted time.Time // of a held job: when its slots are counted from
+	if f, ok := sched.(*first); ok && f.held {
+		base := j.sinceBase(gap)
+		got, err := j.cfg.shared.Since(ctx, j.name, base)
+		if err != nil || got.IsZero() {
+			return retry()
+		}
+		counted = minTime(base, got)
+		sched = First(f.s, counted, f.n)
+	}
+	last, err := j.lastBefore(ctx, x.store, sched, gap, time.Now())
+	if err != nil {
+		return retry()
+	}
+	if !counted.IsZero() {
+		return j.endHold(r, gap, counted, last)
 	}
 	if last.IsZero() {
 		// No record before the start: the job owes the slots since it
@@ -206,6 +228,38 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 	}
 	j.mu.Unlock()
 	j.observe(obs)
+	return 0, false
+}
+
+// endHold ends the hold of a job that Start held: its slots are counted
+// from counted, from now on, and those due since the latest record before
+// the start, last, or else since counted, up to now, are given the Misfire
+// policy as at a Start now. A job paused meanwhile misses them, as one
+// started paused. A Scheduler that refuses the job's timer leaves it with
+// no next slot, as at the end of a pause.
+func (j *Job) endHold(r *rare, gap, counted, last time.Time) (time.Duration, bool) {
+	if last.IsZero() && counted.Before(gap) {
+		last = counted
+	}
+	var obs []Record
+	j.mu.Lock()
+	if r.gap.Equal(gap) && j.state == jobStarted {
+		r.gap, r.gapSched = time.Time{}, nil
+		if f, ok := j.sched.(*first); ok && f.held { // SetSchedule may have replaced it, held as well
+			j.sched = j.limitLocked(f.s, counted)
+		}
+		if !j.paused() {
+			now := time.Now().Round(0)
+			if first := next(j.sched, last); !last.IsZero() && !first.IsZero() && !first.After(now) {
+				obs = j.dueLocked(j.sched, first, now)
+			}
+			j.armLocked(now)
+		}
+		j.tellLocked(obs)
+	}
+	j.mu.Unlock()
+	j.resync()
+	j.told(obs)
 	return 0, false
 }
 

@@ -114,7 +114,9 @@ func (j *Job) SetSchedule(s Schedule) {
 	var refused any
 	j.mu.Lock()
 	if f, ok := j.sched.(*first); ok && f.job {
-		s = j.limitLocked(s, f.after)
+		g := j.limitLocked(s, f.after)
+		g.held = f.held // recoverStart counts it from the store's time
+		s = g
 	}
 	if j.state == jobStarted && !j.paused() {
 		now := time.Now().Round(0)

@@ -21,10 +21,12 @@ import (
 // First finds its times by calling s.Next from after, one time after the
 // other, and remembers how far it went: its first Next at t walks the
 // times of s from after to t, up to n of them, and each Next later, one
-// more. A First made long after after, of a frequent Schedule with a large
-// n, walks its past times once (a year of one-minute slots is half a
-// million calls of Next). First(s, after, 0) has no time. First panics if
-// s is nil or n is negative.
+// more. That first walk is the cost of a First made long after after:
+// up to n calls of s.Next, holding the First's lock (and a job's, at its
+// Start and SetSchedule), which take some 100 ns each for a cron spec: a
+// year of one-second slots is 31 million of them, seconds. Keep n to what
+// the job needs, or after recent. First(s, after, 0) has no time.
+// First panics if s is nil or n is negative.
 func First(s Schedule, after time.Time, n int) Schedule {
 	switch {
 	case s == nil:
@@ -32,26 +34,42 @@ func First(s Schedule, after time.Time, n int) Schedule {
 	case n < 0:
 		panic("schedule: First with a negative count " + strconv.Itoa(n))
 	}
-	return &first{s: s, after: after.Round(0), n: n, last: after.Round(0)}
+	return &first{s: s, after: after.Round(0), n: n, last: after.Round(0), at: after.Round(0)}
 }
 
 // first is First's Schedule. It remembers the times of s it has walked:
-// the k-th of them, last.
+// the k-th of them, last. Apart from that walk, which Next takes as far
+// as it is asked, remaining keeps a count of its own, of the times at or
+// before the latest time it was asked: a Next asked ahead (a jitter's look
+// at the slot after, a preview) does not make a time count before it has
+// fallen due.
 type first struct {
 	s     Schedule
 	after time.Time
 	n     int
 	job   bool // made by the job for WithMaxRuns: SetSchedule limits the new Schedule too
+	// held says that the job could not read when its slots are counted
+	// from, at its Start: it has no time until recoverStart, once its
+	// store answers, gives the job a First counted from the right time.
+	// after is then a guess, the latest it may be.
+	held bool
 
 	mu    sync.Mutex
 	k     int       // the times of s after after that are known: 0 to n
 	last  time.Time // the k-th, or after if k is 0
 	ended bool      // s has no time after last
+	// The count of remaining: done times, the latest at, at or before the
+	// time remaining was last asked (after, if done is 0).
+	done int
+	at   time.Time
 }
 
 // Next returns the first of the n times strictly after t, or the zero
 // Time if none is left.
 func (f *first) Next(t time.Time) time.Time {
+	if f.held {
+		return time.Time{}
+	}
 	if t.Before(f.after) {
 		t = f.after
 	}
@@ -84,32 +102,61 @@ func (f *first) walkLocked() bool {
 	return true
 }
 
-// remaining returns n less the times at or before t.
+// remaining returns n less the times at or before t, however far Next
+// walked: its count goes on from the latest t asked, or, if t is earlier
+// (the wall clock was set back), from after again. A walk of Next that has
+// not passed t takes the count with it.
 func (f *first) remaining(t time.Time) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for !f.last.After(t) && f.walkLocked() {
+	if f.at.After(t) {
+		f.done, f.at = 0, f.after
 	}
-	done := f.k
-	if f.k > 0 && f.last.After(t) {
-		done--
+	if !f.last.After(t) {
+		// Next's walk has not passed t: walk it on, to the first time
+		// after t, counting those at or before t.
+		for !f.last.After(t) {
+			f.done, f.at = f.k, f.last
+			if !f.walkLocked() {
+				break
+			}
+		}
+		return f.n - f.done
 	}
-	return f.n - done
+	for f.done < f.n {
+		x := next(f.s, f.at)
+		if x.IsZero() || x.After(t) {
+			break
+		}
+		f.done, f.at = f.done+1, x
+	}
+	return f.n - f.done
 }
 
 // WithMaxRuns limits the job to n slots: those of its Schedule after the
 // time it has been scheduled since (WithSince's time, or the first Start
 // that a SharedStore recorded; see Start), as First counts them, whether
-// they ran or not. After its last slot the job has no Next, as a job
-// whose Schedule has ended. On a SharedStore, every replica and every
-// restart counts from the time the store recorded, and agrees on the last
-// slot; on another Store the count begins at WithSince's time or else at
-// each Start, and so does it on a SharedStore that cannot answer at
-// Start: give WithSince for a count that holds whatever the store says.
-// SetSchedule counts the slots of the new Schedule from the same time.
-// Remaining reports the slots left. The default, n = 0, is no limit.
-// Quartz's repeatCount, Temporal's limited actions (remaining actions),
-// gocron's WithLimitedRuns. WithMaxRuns panics if n is negative.
+// they ran or not. A RunNow does not count: the limit counts slots, as
+// Quartz's repeatCount does, not runs, as gocron's WithLimitedRuns does.
+// After its last slot the job has no Next, as a job whose Schedule has
+// ended. SetSchedule counts the slots of the new Schedule from the same
+// time. Remaining reports the slots left. The default, n = 0, is no
+// limit. Quartz's repeatCount, Temporal's limited actions (remaining
+// actions). WithMaxRuns panics if n is negative.
+//
+// On a SharedStore, every replica and every restart counts from the time
+// the store recorded, and agrees on the last slot, provided they give the
+// same WithSince, or none: the store keeps the earliest time it is given,
+// and a replica started before another gave an earlier one keeps counting
+// from the later. A SharedStore that cannot answer at Start holds the job:
+// it runs no slot, and Next is zero, until the store answers, read again
+// as Start reads a last record that failed; then the slots that fell due
+// meanwhile are given the Misfire policy, as at a Start. On another Store
+// the count begins at WithSince's time, or else at each Start: give
+// WithSince for a count that holds across restarts.
+//
+// The job's Start and SetSchedule walk its Schedule from that time to
+// now, up to n slots, holding the job's lock: see First for the cost.
 func WithMaxRuns(n int) Option {
 	if n < 0 {
 		panic("schedule: WithMaxRuns(" + strconv.Itoa(n) + "): negative count")
@@ -119,7 +166,7 @@ func WithMaxRuns(n int) Option {
 
 // limitLocked limits s to the job's WithMaxRuns slots after since. The
 // caller holds j.mu.
-func (j *Job) limitLocked(s Schedule, since time.Time) Schedule {
+func (j *Job) limitLocked(s Schedule, since time.Time) *first {
 	f := First(s, since, j.cfg.maxRuns).(*first)
 	f.job = true
 	return f
@@ -128,9 +175,12 @@ func (j *Job) limitLocked(s Schedule, since time.Time) Schedule {
 // Remaining reports how many slots the job has left of its limit, and
 // whether it has one: with WithMaxRuns once it has started, or with a
 // Schedule made by First, the limit's n less the slots counted at or
-// before now, whether they ran or not (Temporal's remaining actions). It
-// is 0 once the last slot has fallen due, and stays above 0 if the
-// Schedule ends first.
+// before now, whether they ran or not (Temporal's remaining actions). A
+// slot that has not fallen due does not count, however far the Schedule
+// was asked ahead. It is 0 once the last slot has fallen due, and stays
+// above 0 if the Schedule ends first. While a job is held at Start (see
+// WithMaxRuns), it counts from the Start, or WithSince's time, and may
+// report more than is left.
 func (j *Job) Remaining() (int, bool) {
 	j.mu.Lock()
 	s := j.sched

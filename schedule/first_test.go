@@ -1,9 +1,12 @@
 package schedule_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -283,4 +286,119 @@ func TestMaxRunsWithOnce(t *testing.T) {
 			assert.Equal(t, n-1, left)
 		})
 	}
+}
+
+// Remaining counts the slots that have fallen due, however far the job's
+// Schedule was asked ahead: by its jitter, which looks at the slot after
+// the next, or by a preview of the First the job runs on.
+func TestMaxRunsRemainingCountsDueSlotsOnly(t *testing.T) {
+	t.Run("jitter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var l journal
+			j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(time.Second),
+				schedule.WithMaxRuns(3), schedule.WithJitter(50*time.Second))
+			start(t, j)
+			n, _ := j.Remaining()
+			assert.Equal(t, 3, n, "at Start, no slot has fallen due")
+			time.Sleep(61 * time.Second)
+			n, _ = j.Remaining()
+			assert.Equal(t, 2, n, "after the first slot")
+			stop(t, j)
+		})
+	})
+	t.Run("preview", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var l journal
+			f := schedule.First(schedule.Every(time.Minute), time.Now(), 10)
+			j := schedule.NewJob("j", f, l.work(time.Second))
+			start(t, j)
+			assert.Len(t, schedule.Upcoming(f, time.Now(), 5), 5) // an admin page's preview
+			n, _ := j.Remaining()
+			assert.Equal(t, 10, n)
+			time.Sleep(150 * time.Second)
+			n, _ = j.Remaining()
+			assert.Equal(t, 8, n)
+			stop(t, j)
+		})
+	})
+}
+
+// sinceDown is a MemoryStore whose Since fails while down is set.
+type sinceDown struct {
+	*schedule.MemoryStore
+	down atomic.Bool
+}
+
+func (s *sinceDown) Since(ctx context.Context, job string, t time.Time) (time.Time, error) {
+	if s.down.Load() {
+		return time.Time{}, errors.New("connection refused")
+	}
+	return s.MemoryStore.Since(ctx, job, t)
+}
+
+// A job restarted on a SharedStore whose Since fails cannot tell where its
+// count began: it runs no slot until the store answers, and then counts
+// from the store's time. Counted from its restart, it would have run two
+// slots more than its four.
+func TestMaxRunsHeldWhileSinceFails(t *testing.T) {
+	for _, answers := range []bool{false, true} {
+		t.Run(fmt.Sprint("answers=", answers), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &sinceDown{MemoryStore: schedule.NewMemoryStore(100)}
+				var l journal
+				job := func() *schedule.Job {
+					return schedule.NewJob("j", schedule.Every(30*time.Second), l.work(time.Second),
+						schedule.WithStore(store), schedule.WithMaxRuns(4))
+				}
+				j := job()
+				start(t, j)
+				time.Sleep(70 * time.Second) // 30s and 1m0s ran
+				stop(t, j)
+				store.down.Store(true)
+				j = job()
+				start(t, j) // at 1m10s
+				assert.True(t, j.Next().IsZero(), "held")
+				time.Sleep(time.Minute) // 1m30s and 2m0s held
+				if answers {
+					store.down.Store(false)
+				}
+				time.Sleep(5 * time.Minute)
+				stop(t, j)
+				want := []string{"30s Succeeded Scheduled", "1m0s Succeeded Scheduled"}
+				if answers {
+					// The first retry that finds the store gives the slots
+					// held the misfire policy, as a Start then would.
+					want = append(want, "1m30s Missed CatchUp", "2m0s Succeeded CatchUp")
+				}
+				assert.Equal(t, want, history(t, store))
+				n, _ := j.Remaining()
+				assert.Zero(t, n, "counted from 0s or from 1m10s, two slots after 2m0s have passed")
+			})
+		})
+	}
+}
+
+// Replicas that give the same WithSince count the same slots, whenever
+// each starts: here, one starts after another recorded the store's Since,
+// and the count includes a slot before both started.
+func TestMaxRunsReplicasWithSince(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := schedule.NewMemoryStore(100)
+		var l journal
+		job := func(node string) *schedule.Job {
+			return schedule.NewJob("j", schedule.Every(30*time.Second), l.work(time.Second),
+				schedule.WithStore(store), schedule.WithMaxRuns(3), schedule.WithNode(node),
+				schedule.WithSince(at(20*time.Second)), schedule.WithMisfire(schedule.MisfireSkip))
+		}
+		time.Sleep(35 * time.Second)
+		a := job("a")
+		start(t, a) // at 35s: counts 30s, 1m0s, 1m30s
+		time.Sleep(10 * time.Second)
+		b := job("b")
+		start(t, b) // at 45s: the same
+		time.Sleep(5 * time.Minute)
+		stop(t, a)
+		stop(t, b)
+		assert.Equal(t, []string{"30s Missed CatchUp", "1m0s Succeeded Scheduled", "1m30s Succeeded Scheduled"}, history(t, store))
+	})
 }

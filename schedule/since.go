@@ -26,22 +26,29 @@ const maxNoted = 16
 // store's (a SharedStore's, which records the result), and now. read, if
 // not nil, holds the store's answer, read by StartAll.
 func (j *Job) sinceOf(ctx context.Context, now time.Time, read *lastRead) time.Time {
+	t, _ := j.sinceKnown(ctx, now, read)
+	return t
+}
+
+// sinceKnown is sinceOf, and reports whether the time is sure: false if
+// the SharedStore failed, which may hold an earlier one.
+func (j *Job) sinceKnown(ctx context.Context, now time.Time, read *lastRead) (time.Time, bool) {
 	t := j.sinceBase(now)
 	ss := j.cfg.shared
 	if ss == nil {
-		return t
+		return t, true
 	}
 	if read != nil && read.sinceRead {
 		if read.since.IsZero() { // the store failed
-			return t
+			return t, false
 		}
-		return minTime(t, read.since)
+		return minTime(t, read.since), true
 	}
 	got, err := ss.Since(ctx, j.name, t)
 	if err != nil || got.IsZero() {
-		return t // the store failed: what the job knows itself
+		return t, false // the store failed: what the job knows itself
 	}
-	return minTime(t, got)
+	return minTime(t, got), true
 }
 
 // sinceBase returns when the job has been scheduled since, by what it

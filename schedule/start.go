@@ -26,7 +26,8 @@ var ErrStopped = errors.New("schedule: job stopped")
 //
 // A store that fails here does not prevent the start: the job treats it as
 // an outage and applies the Misfire policy at its first slot whose claim
-// succeeds. Start returns ErrStarted if the job was started before, or
+// succeeds; a job with WithMaxRuns whose SharedStore cannot tell when its
+// count began runs no slot until it can (see WithMaxRuns). Start returns ErrStarted if the job was started before, or
 // another Start is under way; ErrStopped if Stop was called before Start
 // returned; ctx.Err() if ctx is done before it reads the store (the job
 // can then be started again); and the store's error if it cannot hold the
@@ -80,6 +81,7 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 	var last Record
 	var since time.Time // of a job with no record: when it has been scheduled since
 	known, outage := false, false
+	sinceOK := false // since is the store's answer, or the job's own on a Store that keeps none
 	if s := j.cfg.store; s != nil {
 		if read == nil {
 			read = &lastRead{}
@@ -90,17 +92,25 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		case err == nil:
 			last, known = r, true
 		case errors.Is(err, ErrNoRecord):
-			since = j.sinceOf(ctx, time.Now().Round(0), read)
+			since, sinceOK = j.sinceKnown(ctx, time.Now().Round(0), read)
 		case ctx.Err() != nil:
 			return abort(ctx.Err())
 		default:
 			outage = true
 		}
 	}
-	var counted time.Time // WithMaxRuns: the time the job's slots are counted from
+	// WithMaxRuns: the time the job's slots are counted from. A
+	// SharedStore that cannot tell it holds the job (first.held) until
+	// recoverStart reads it: counted from a later time, the job would run
+	// slots past its last one.
+	var counted time.Time
+	held := false
 	if j.cfg.maxRuns > 0 {
-		if counted = since; counted.IsZero() {
-			counted = j.sinceOf(ctx, time.Now().Round(0), read)
+		counted, held = since, !sinceOK
+		if counted.IsZero() {
+			var ok bool
+			counted, ok = j.sinceKnown(ctx, time.Now().Round(0), read)
+			held = !ok
 		}
 	}
 
@@ -117,7 +127,9 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		j.state = jobStarted
 		now := time.Now().Round(0)
 		if j.cfg.maxRuns > 0 {
-			j.sched = j.limitLocked(j.sched, counted)
+			f := j.limitLocked(j.sched, counted)
+			f.held = held
+			j.sched = f
 		}
 		if outage {
 			// Slots before the start may be owed: nothing is beneath
@@ -125,16 +137,16 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 			// active state when it first needs it, as any other.)
 			j.active(now).floor = time.Time{}
 		}
-		if j.paused() {
-			return // a job started paused misses nothing before its start
-		}
-		if outage {
+		if held || outage && !j.paused() {
 			// recoverStart reads the store's last record again, and gives
-			// the slots missed before now what this Start would have.
-			x := j.x
-			r := x.rareLocked()
+			// the slots missed before now what this Start would have; a
+			// held job's, up to when the store answers, paused or not.
+			r := j.active(now).rareLocked()
 			r.gap, r.gapSched = now, j.sched
 			r.recover = circulation.Bind(j.cfg.sched, j.recoverStart)
+		}
+		if j.paused() {
+			return // a job started paused misses nothing before its start
 		}
 		// The slots after the last record are owed; with none, those
 		// after since, as if the job had run then: a Start owes none at
@@ -159,10 +171,10 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 		// (enlistLate): an idle one holds nothing for it.
 		j.enlist()
 	}
-	if outage {
+	if outage || held {
 		var t *circulation.Trigger
 		j.mu.Lock()
-		if r := j.x.r; r != nil { // nil if the job started paused
+		if r := j.x.r; r != nil { // nil if the job started paused, and not held
 			t = r.recover
 		}
 		j.mu.Unlock()

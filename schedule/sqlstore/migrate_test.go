@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -197,12 +196,12 @@ VALUES ('j', 1000, 0, 1, 1000, 2000, 'n', '', 1)`)
 		assert.True(t, last.Planned.IsZero())
 
 		d := task("new")
-		d.MaxRuns, d.Jitter = math.MaxInt, cron.Duration(90*time.Second)
+		d.MaxRuns, d.Jitter = cron.MaxMaxRuns, cron.Duration(90*time.Second)
 		_, err = s.Definitions().Create(ctx, d)
 		require.NoError(t, err)
 		got, v, err := s.Definitions().Get(ctx, "new")
 		require.NoError(t, err)
-		assert.Equal(t, math.MaxInt, got.MaxRuns)
+		assert.Equal(t, cron.MaxMaxRuns, got.MaxRuns)
 		assert.Equal(t, cron.Duration(90*time.Second), got.Jitter)
 		got.MaxRuns, got.Jitter = 3, cron.Duration(time.Minute)
 		_, err = s.Definitions().Update(ctx, got, v)
