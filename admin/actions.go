@@ -13,9 +13,12 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// action serves the write verb, one of run, pause and resume, of the task
-// or job kind= and name=: a form's POST, answered with a redirect to the
-// page it came from, or, if api, a script's, answered with JSON.
+// action serves the write verb, one of run, pause, resume, backfill and
+// cancel-backfill, of the task or job kind= and name=: a form's POST,
+// answered with a redirect to the page it came from, or, if api, a
+// script's, answered with JSON. A backfill, of a task only, runs the
+// slots from= to= (times in the task's zone) on this replica, in the
+// background (cron.Table.Backfill).
 func (h *handler) action(verb string, api bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		kind, name := r.FormValue("kind"), r.FormValue("name")
@@ -42,8 +45,22 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 				err = t.Pause(name, pause...)
 			case "resume":
 				err = t.Resume(name)
+			case "backfill":
+				var from, to time.Time
+				var msg string
+				if from, to, msg = h.backfillRange(r, name); msg != "" {
+					h.fail(w, r, api, http.StatusBadRequest, msg)
+					return
+				}
+				err = t.Backfill(name, from, to)
+			case "cancel-backfill":
+				err = t.CancelBackfill(name)
 			}
 		case kindJob:
+			if verb == "backfill" || verb == "cancel-backfill" {
+				h.fail(w, r, api, http.StatusBadRequest, "A job's backfill is its program's to start (schedule.Job.Backfill); the page backfills tasks.")
+				return
+			}
 			ji, ok := h.job(name)
 			if !ok {
 				h.fail(w, r, api, http.StatusNotFound, "There is no such job.")
@@ -70,6 +87,10 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 				status = http.StatusConflict
 			case errors.Is(err, cron.ErrTableStopped):
 				status = http.StatusServiceUnavailable
+			case errors.Is(err, schedule.ErrBackfilling):
+				status = http.StatusConflict
+			case errors.Is(err, schedule.ErrBackfillTooLong):
+				status = http.StatusUnprocessableEntity
 			}
 			h.fail(w, r, api, status, "The task could not be changed: "+err.Error())
 			return
@@ -142,4 +163,22 @@ func clipText(s string) string {
 		i--
 	}
 	return s[:i] + "..."
+}
+
+// backfillRange returns the range of a backfill of the task name that r
+// asks for, from= and to=, read in the task's zone; or, if they do not
+// read, a message that says why.
+func (h *handler) backfillRange(r *http.Request, name string) (from, to time.Time, msg string) {
+	loc := h.o.Location
+	if ts, _ := h.o.Table.TasksOf(r.Context(), name); len(ts) == 1 {
+		loc = zoneOf(ts[0].Task.Spec, ts[0].Task.Zone, h.o.Location)
+	}
+	var err error
+	if from, err = readTime(strings.TrimSpace(r.FormValue("from")), loc); err != nil || from.IsZero() {
+		return from, to, "The backfill's start must be a time such as 2026-01-31T09:00."
+	}
+	if to, err = readTime(strings.TrimSpace(r.FormValue("to")), loc); err != nil || to.IsZero() {
+		return from, to, "The backfill's end must be a time such as 2026-01-31T18:00."
+	}
+	return from, to, ""
 }

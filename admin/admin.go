@@ -186,7 +186,7 @@ func (h *handler) routes() {
 	handle("GET", "/job", h.detail(kindJob))
 	handle("GET", "/new", h.write(h.newForm))
 	handle("GET", "/edit", h.write(h.editForm))
-	for _, a := range []string{"run", "pause", "resume"} {
+	for _, a := range []string{"run", "pause", "resume", "backfill", "cancel-backfill"} {
 		handle("POST", "/"+a, h.write(h.action(a, false)))
 		handle("POST", "/api/"+a, h.write(h.action(a, true)))
 	}

@@ -106,9 +106,11 @@ func (f fields) task(loc *time.Location) (cron.Task, error) {
 	if t.End, err = readTime(f.End, loc); err != nil {
 		return bad("end", err)
 	}
-	t.PauseNote = f.PauseNote
-	if t.PausedUntil, err = readTime(f.PausedUntil, loc); err != nil {
-		return bad("pausedUntil", err)
+	if f.Paused { // a task that is not paused keeps no note
+		t.PauseNote = f.PauseNote
+		if t.PausedUntil, err = readTime(f.PausedUntil, loc); err != nil {
+			return bad("pausedUntil", err)
+		}
 	}
 	if f.PauseOnFailures != "" {
 		if t.PauseOnFailures, err = strconv.Atoi(f.PauseOnFailures); err != nil {

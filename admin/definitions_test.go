@@ -94,7 +94,6 @@ func TestCreateEditDelete(t *testing.T) {
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "maxRuns", "x", "permanent", "1"}, "maxRuns"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "maxRuns", "-1", "permanent", "1"}, "maxRuns"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "jitter", "1.5s", "permanent", "1"}, "jitter"},
-			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "pauseNote", "why", "permanent", "1"}, "pauseNote"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "paused", "1", "pausedUntil", "later", "permanent", "1"}, "pausedUntil"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "pauseOnFailures", "x", "permanent", "1"}, "pauseOnFailures"},
 			{[]string{"name", "shop 1", "handler", "ok", "spec", "0 9 * * *", "pauseOnFailures", "101", "permanent", "1"}, "pauseOnFailures"},

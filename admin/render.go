@@ -154,12 +154,14 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, api bool, status 
 // flashes are the messages a page shows after a write, by the key that
 // its redirect puts in done=: never the text of a URL.
 var flashes = map[string]string{
-	"run":     "Run requested: its record appears once the run has claimed its slot.",
-	"pause":   "Paused: its slots pass without a run until it is resumed.",
-	"resume":  "Resumed: its next slot is the first after now.",
-	"created": "Created: the Table loads it at its next look at the definitions.",
-	"updated": "Saved: the Table applies it at its next look at the definitions.",
-	"deleted": "Deleted: the Table stops it at its next look; a run in flight goes on to its end.",
+	"run":             "Run requested: its record appears once the run has claimed its slot.",
+	"pause":           "Paused: its slots pass without a run until it is resumed.",
+	"resume":          "Resumed: its next slot is the first after now.",
+	"backfill":        "Backfill started: each slot of the range runs in turn, on this replica; a slot with a record already is not run again.",
+	"cancel-backfill": "Backfill cancelled: the slot in flight, if any, runs on to its end.",
+	"created":         "Created: the Table loads it at its next look at the definitions.",
+	"updated":         "Saved: the Table applies it at its next look at the definitions.",
+	"deleted":         "Deleted: the Table stops it at its next look; a run in flight goes on to its end.",
 }
 
 // A record is a schedule.Record as a page and the JSON routes show it,

@@ -73,10 +73,10 @@ type compiled struct {
 	note               *pauseDef // PauseNote and PausedUntil; nil for neither
 }
 
-// pauseOf returns the pause of d, nil for one with neither a note nor an
-// end.
+// pauseOf returns the pause of d, nil for a task not paused, or paused
+// with neither a note nor an end.
 func pauseOf(d Task) *pauseDef {
-	if d.PauseNote == "" && d.PausedUntil.IsZero() {
+	if !d.Paused || d.PauseNote == "" && d.PausedUntil.IsZero() {
 		return nil
 	}
 	return &pauseDef{note: d.PauseNote, until: d.PausedUntil.UTC()}
@@ -376,10 +376,6 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("maxRuns", errors.New(strconv.Itoa(d.MaxRuns)+" on a once task, which runs once"))
 	case d.PauseOnFailures < 0 || d.PauseOnFailures > schedule.MaxPauseOnFailures:
 		return fail("pauseOnFailures", errors.New(strconv.Itoa(d.PauseOnFailures)+" is not from 0 to "+strconv.Itoa(schedule.MaxPauseOnFailures)))
-	case d.PauseNote != "" && !d.Paused:
-		return fail("pauseNote", errors.New("set on a task that is not paused"))
-	case !d.PausedUntil.IsZero() && !d.Paused:
-		return fail("pausedUntil", errors.New("set on a task that is not paused"))
 	case len(d.PauseNote) > MaxPauseNoteLen:
 		return fail("pauseNote", errors.New("longer than "+strconv.Itoa(MaxPauseNoteLen)+" bytes"))
 	case !utf8.ValidString(d.PauseNote):

@@ -173,7 +173,7 @@ func (t *Table) RunNow(name string) error {
 		return ErrTableStopped
 	case e == nil:
 		return unknown(name)
-	case held:
+	case held && e.job.Paused(): // not a pause whose end has come
 		return ErrTaskPaused
 	}
 	e.job.RunNow()

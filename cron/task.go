@@ -65,13 +65,14 @@ type Task struct {
 	Paused bool `json:"paused,omitempty"`
 	// PauseNote says why the task is paused, and by whom: free text that
 	// the Table gives its job's pause (schedule.Because), at most
-	// MaxPauseNoteLen bytes. A task that is not paused has none.
+	// MaxPauseNoteLen bytes. It is ignored, and dropped, on a task that
+	// is not paused.
 	PauseNote string `json:"pauseNote,omitempty"`
 	// PausedUntil is when a paused task resumes by itself
 	// (schedule.ResumeAt); zero for a pause that only Resume, or a
 	// definition not paused, ends. A task whose PausedUntil has passed is
-	// not paused, whatever Paused says. A task that is not paused has
-	// none.
+	// not paused, whatever Paused says. It is ignored, and dropped, on a
+	// task that is not paused.
 	PausedUntil time.Time `json:"pausedUntil,omitzero"`
 	// PauseOnFailures pauses the task once that many of its slots in a row
 	// have Failed, counted in the Store's records of every replica
@@ -278,8 +279,7 @@ func parseDuration(s string) (Duration, error) {
 //   - MaxRuns is negative, more than MaxMaxRuns, or above 1 on a Once
 //     task; PauseOnFailures is negative or above
 //     schedule.MaxPauseOnFailures;
-//   - PauseNote or PausedUntil is set on a task that is not Paused, or
-//     PauseNote is longer than MaxPauseNoteLen or not UTF-8;
+//   - PauseNote is longer than MaxPauseNoteLen or not UTF-8;
 //   - Overlap or Misfire is not one of the names in their docs;
 //   - Timeout, Retry.Attempts or Retry.Backoff is negative; Created is
 //     outside the years 1678 to 2262; CatchUpWindow or Jitter is

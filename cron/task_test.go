@@ -51,8 +51,6 @@ func refused(now time.Time) map[string]struct {
 		"window negative":   {"catchUpWindow", base(func(d *cron.Task) { d.CatchUpWindow = cron.Duration(-time.Second) })},
 		"window fraction":   {"catchUpWindow", base(func(d *cron.Task) { d.CatchUpWindow = cron.Duration(1500 * time.Millisecond) })},
 		"window too long":   {"catchUpWindow", base(func(d *cron.Task) { d.CatchUpWindow = cron.Duration(101 * 365 * 24 * time.Hour) })},
-		"note, not paused":  {"pauseNote", base(func(d *cron.Task) { d.PauseNote = "why" })},
-		"until, not paused": {"pausedUntil", base(func(d *cron.Task) { d.PausedUntil = now.Add(time.Hour) })},
 		"long note":         {"pauseNote", base(func(d *cron.Task) { d.Paused, d.PauseNote = true, strings.Repeat("n", cron.MaxPauseNoteLen+1) })},
 		"note not UTF-8":    {"pauseNote", base(func(d *cron.Task) { d.Paused, d.PauseNote = true, "\xff" })},
 		"failures negative": {"pauseOnFailures", base(func(d *cron.Task) { d.PauseOnFailures = -1 })},

@@ -24,18 +24,22 @@ import (
 // paused job changes the note or the end it is given, and keeps the
 // other. A Pause whose end is not after now pauses nothing, and resumes a
 // paused job, at once.
-func (j *Job) Pause(opts ...PauseOption) {
+func (j *Job) Pause(opts ...PauseOption) { j.pause(false, opts) }
+
+// pause is Pause; if fresh, only of a job neither paused nor stopped. It
+// reports whether it paused the job.
+func (j *Job) pause(fresh bool, opts []PauseOption) bool {
 	var obs []Record
 	j.mu.Lock()
 	now := time.Now().Round(0)
-	if j.state == jobStopped {
+	if j.state == jobStopped || fresh && j.paused() {
 		j.mu.Unlock()
-		return
+		return false
 	}
 	if over := j.notePauseLocked(now, opts); over {
 		j.mu.Unlock()
 		j.Resume()
-		return
+		return false
 	}
 	if !j.paused() {
 		obs = j.handDueLocked(now, true)
@@ -54,6 +58,7 @@ func (j *Job) Pause(opts ...PauseOption) {
 	j.mu.Unlock()
 	j.resync()
 	j.told(obs)
+	return true
 }
 
 // Resume ends a pause: the job's next slot is the first strictly after

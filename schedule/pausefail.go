@@ -25,9 +25,15 @@ const MaxPauseOnFailures = 100
 // pause of every replica (as cron.Table does, writing it into the task's
 // definition).
 //
-// The count is made when a slot has Failed, and a Resume starts it again:
-// the slots that failed before the Resume do not count. WithPauseOnFailures
-// panics if n is negative or more than MaxPauseOnFailures; 0 means never.
+// Only the job's slots count, Scheduled, CatchUp and Recovered: a RunNow
+// (Manual) and a Backfill are passed over. The count is made when a slot
+// has Failed, unless the job is paused already, whose pause and note then
+// stand. A Resume starts the count again: the slots that failed before it
+// do not count, for this Job; a Job made anew, as in a restart, counts
+// them if they are the newest records. A store that keeps fewer than n
+// records a job (a MemoryStore made with fewer) never lets the count
+// reach n. WithPauseOnFailures panics if n is negative or more than
+// MaxPauseOnFailures; 0 means never.
 func WithPauseOnFailures(n int, paused func(*Job, PauseNote)) Option {
 	if n < 0 || n > MaxPauseOnFailures {
 		panic("schedule: WithPauseOnFailures(" + strconv.Itoa(n) + "): want 0 to " + strconv.Itoa(MaxPauseOnFailures))
@@ -39,6 +45,9 @@ func WithPauseOnFailures(n int, paused func(*Job, PauseNote)) Option {
 // job pauses on failures: if it Failed, it counts the slots in a row that
 // failed, and pauses the job if they are the job's limit.
 func (j *Job) counted(x *active, p *pending, status Status, msg string) {
+	if r := p.run.Reason; r == Manual || r == Backfill {
+		return
+	}
 	switch status {
 	case Failed:
 	case Succeeded, Canceled:
@@ -79,9 +88,11 @@ func (j *Job) counted(x *active, p *pending, status Status, msg string) {
 	if count < n {
 		return
 	}
-	note := PauseNote{Note: "paused after " + strconv.Itoa(count) + " failed slots in a row; the last, due " +
-		p.run.Due.UTC().Format(time.RFC3339Nano) + " on " + j.cfg.nodeName() + ": " + clipNote(msg)}
-	j.Pause(Because(note.Note))
+	note := "paused after " + strconv.Itoa(count) + " failed slots in a row; the last, due " +
+		p.run.Due.UTC().Format(time.RFC3339Nano) + " on " + j.cfg.nodeName() + ": " + clipNote(msg)
+	if !j.pause(true, []PauseOption{Because(note)}) {
+		return // paused or stopped meanwhile: that pause, and its note, stand
+	}
 	if f := j.cfg.pausedBy; f != nil {
 		if got, ok := j.PauseNote(); ok {
 			f(j, got)
@@ -93,10 +104,14 @@ func (j *Job) counted(x *active, p *pending, status Status, msg string) {
 const countWait = 10 * time.Second
 
 // failedInARow counts the Failed slots of h, newest first, until one that
-// ended otherwise, or one whose run started before since.
+// ended otherwise, or one whose run started before since; runs of a
+// RunNow or a Backfill are passed over.
 func failedInARow(h []Record, since time.Time) int {
 	n := 0
 	for _, r := range h {
+		if r.Reason == Manual || r.Reason == Backfill {
+			continue
+		}
 		switch r.Status {
 		case Failed:
 			if !since.IsZero() && r.Start.Before(since) {

@@ -79,10 +79,11 @@ RETURNING job, due, stop_asked`
 	// latest Succeeded record.
 	doomedManySQL = `SELECT r.job, r.due FROM (
 	SELECT job, due, status, ROW_NUMBER() OVER (
-		PARTITION BY job, CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
+		PARTITION BY job, CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn,
+		MAX(CASE WHEN status = 1 THEN due END) OVER (PARTITION BY job) AS ok
 	FROM {t} WHERE job IN ({jobs}) AND status <> 0) r
 WHERE ((r.status = 1 AND r.rn > $2) OR (r.status <> 1 AND r.rn > $3
-		AND (r.rn > ` + keptStreak + ` OR r.due < (SELECT COALESCE(MAX(s.due), ` + minDue + `) FROM {t} s WHERE s.job = r.job AND s.status = 1))))
+		AND (r.rn > ` + keptStreak + ` OR r.due < COALESCE(r.ok, ` + minDue + `))))
 	AND r.due < (SELECT MAX(m.due) FROM {t} m WHERE m.job = r.job)`
 
 	// pruneWaterBatchSQL raises the watermark of each job of $1 to the

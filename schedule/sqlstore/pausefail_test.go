@@ -67,5 +67,5 @@ func TestPauseOnFailuresCountsInTheStore(t *testing.T) {
 }
 
 func TestPruningKeepsWhatPauseOnFailuresCounts(t *testing.T) {
-	assert.Equal(t, strconv.Itoa(schedule.MaxPauseOnFailures), sqlstore.KeptStreak)
+	assert.Equal(t, strconv.Itoa(4*schedule.MaxPauseOnFailures+32), sqlstore.KeptStreak, "the records WithPauseOnFailures looks at")
 }

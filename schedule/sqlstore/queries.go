@@ -21,12 +21,14 @@ type queries struct {
 	heartbeat, nodes, forgetNodes   string
 }
 
-// keptStreak is schedule.MaxPauseOnFailures: how many of the records
-// that are not Succeeded, after a job's latest Succeeded one, pruning
-// keeps whatever WithHistory says, so that a job that pauses on failures
-// finds them; minDue stands for "no Succeeded record".
+// keptStreak is how many of the records that are not Succeeded, after a
+// job's latest Succeeded one, pruning keeps whatever WithHistory says: as
+// many as schedule.WithPauseOnFailures looks at, 4n+32 for n up to
+// schedule.MaxPauseOnFailures, so that a job that pauses on failures
+// finds them among its Skipped and Missed records; minDue stands for "no
+// Succeeded record".
 const (
-	keptStreak = "100"
+	keptStreak = "432"
 	minDue     = "-9223372036854775807"
 )
 
@@ -101,10 +103,11 @@ RETURNING stop_asked`
 	// nor one of the newest keptStreak others that came after the job's
 	// latest Succeeded record: schedule.WithPauseOnFailures counts them.
 	rankedSQL = `SELECT due, status, ROW_NUMBER() OVER (
-	PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn
+	PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn,
+	MAX(CASE WHEN status = 1 THEN due END) OVER () AS ok
 FROM {t} WHERE job = $1 AND status <> 0`
 	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE ((status = 1 AND rn > $2) OR (status <> 1 AND rn > $3
-		AND (rn > ` + keptStreak + ` OR due < (SELECT COALESCE(MAX(s.due), ` + minDue + `) FROM {t} s WHERE s.job = $1 AND s.status = 1))))
+		AND (rn > ` + keptStreak + ` OR due < COALESCE(ok, ` + minDue + `))))
 	AND due < (SELECT MAX(due) FROM {t} WHERE job = $1)`
 
 	// pruneMark finds the newest record pruning removes; pruneWater

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -393,7 +394,7 @@ func TestPruneKeepsTheFailuresInARow(t *testing.T) {
 		_, err := s.Prune(ctx, "j")
 		require.NoError(t, err)
 		dues := func(job string) []int {
-			h, err := s.History(ctx, job, 200)
+			h, err := s.History(ctx, job, 1000)
 			require.NoError(t, err)
 			var d []int
 			for _, r := range h {
@@ -403,9 +404,11 @@ func TestPruneKeepsTheFailuresInARow(t *testing.T) {
 		}
 		assert.Equal(t, []int{7, 6, 5, 4, 3}, dues("j"))
 
-		// The batched pruning after Finishes, and the bound: of 120
-		// failures in a row, the newest 100 stay.
-		for i := range 121 {
+		// The batched pruning after Finishes, and the bound: of kept+20
+		// failures in a row, the newest kept stay.
+		kept, _ := strconv.Atoi(sqlstore.KeptStreak)
+		n := kept + 21
+		for i := range n {
 			r := running("k", i, "a")
 			require.NoError(t, s.Claim(ctx, r))
 			r.Status = schedule.Failed
@@ -414,17 +417,17 @@ func TestPruneKeepsTheFailuresInARow(t *testing.T) {
 			}
 			require.NoError(t, s.Finish(ctx, r))
 		}
-		eventually(t, "the background prunes", func() bool { return s.Stats().Prunes >= 121/16 })
+		eventually(t, "the background prunes", func() bool { return s.Stats().Prunes >= uint64(n/16) })
 		d := dues("k")
-		assert.Less(t, len(d), 121, "the background pruned")
-		assert.Subset(t, d, []int{0, 21, 60, 120}, "the background pruned only what the counts and the failures in a row leave")
+		assert.Less(t, len(d), n, "the background pruned")
+		assert.Subset(t, d, []int{0, 21, n / 2, n - 1}, "the background pruned only what the counts and the failures in a row leave")
 		_, err = s.Prune(ctx, "k")
 		require.NoError(t, err)
 		d = dues("k")
-		require.Len(t, d, 101)
-		assert.Equal(t, 120, d[0])
-		assert.Equal(t, 21, d[99])
-		assert.Equal(t, 0, d[100], "the latest Succeeded")
+		require.Len(t, d, kept+1)
+		assert.Equal(t, n-1, d[0])
+		assert.Equal(t, 21, d[kept-1])
+		assert.Equal(t, 0, d[kept], "the latest Succeeded")
 	})
 }
 

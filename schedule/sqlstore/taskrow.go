@@ -103,7 +103,11 @@ func (d *Definitions) args(t cron.Task) ([]any, error) {
 
 // pauseArgs returns the columns pause_note, paused_until and
 // pause_on_failures of t.
+// A task that is not paused has neither.
 func (d *Definitions) pauseArgs(t cron.Task) []any {
+	if !t.Paused {
+		t.PauseNote, t.PausedUntil = "", time.Time{}
+	}
 	return []any{t.PauseNote, d.nullTimeArg(t.PausedUntil), t.PauseOnFailures}
 }
 
@@ -150,6 +154,10 @@ func (d *Definitions) scan(sc scanner) (Definition, error) {
 	}
 	t.Start, t.End, t.Created, def.Updated, t.PausedUntil = start.t, end.t, created.t, upd.t, until.t
 	t.PauseOnFailures = int(pauseOn)
+	if !paused {
+		// Resumed by a replica of version 7, which leaves the note.
+		t.PauseNote, t.PausedUntil = "", time.Time{}
+	}
 	t.Permanent, t.Once, t.Paused = permanent, once, paused
 	t.Retry.Attempts, t.MaxRuns = int(attempts), int(maxRuns)
 	for _, f := range [...]struct {
