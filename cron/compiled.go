@@ -68,6 +68,7 @@ type compiled struct {
 	created            bool // seen is the definition's Created: no slot before it is owed, whatever the records say
 	misfire            schedule.Misfire
 	overlap            schedule.Overlap
+	cals               *taskCalendars // the calendars the task passes over, resolved by its Table; nil for none
 }
 
 // start and end return the task's window; zero Times for an open side.
@@ -91,7 +92,8 @@ func (c *compiled) task(name string) Task {
 		Start: c.start(), End: c.end(), Permanent: c.permanent, Once: c.once, Paused: c.paused,
 		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire], Timeout: Duration(c.timeout),
 		Retry: Retry{Attempts: int(c.attempts), Backoff: Duration(c.backoff)}, CatchUpWindow: Duration(c.window) * Duration(time.Second),
-		MaxRuns: int(c.maxRuns), Jitter: Duration(c.jitter) * Duration(time.Second), Created: time.Unix(0, c.seen).UTC()}
+		MaxRuns: int(c.maxRuns), Jitter: Duration(c.jitter) * Duration(time.Second), Created: time.Unix(0, c.seen).UTC(),
+		Calendars: c.cals.names()}
 }
 
 // floor returns the time before which the task owes no slot whatever its
@@ -152,7 +154,8 @@ func (c *compiled) same(d Task) bool {
 func (c *compiled) sameTimes(b *compiled) bool {
 	return c.spec == b.spec && c.zone == b.zone && c.startSec == b.startSec && c.startNsec == b.startNsec &&
 		c.endSec == b.endSec && c.endNsec == b.endNsec && c.permanent == b.permanent && c.once == b.once &&
-		c.maxRuns == b.maxRuns && (!c.limited() || c.seen == b.seen) // a Once task's one time, and the slots counted, depend on seen
+		c.maxRuns == b.maxRuns && (!c.limited() || c.seen == b.seen) && // a Once task's one time, and the slots counted, depend on seen
+		c.cals.same(b.cals)
 }
 
 // limited reports whether c runs a count of slots from its anchor: Once
@@ -228,10 +231,14 @@ var (
 // some time to run at by now. A zone is loaded once for every task (zone),
 // and a spec read once for every task of the Table with the same spec and
 // location (t.specs). seen is when t first loaded the task, if it did, or
-// 0: the anchor of a Once task without Created.
-func (t *Table) compile(d Task, now time.Time, seen int64) (*compiled, error) {
+// 0: the anchor of a Once task without Created. Its calendars must be in
+// cals.
+func (t *Table) compile(d Task, now time.Time, seen int64, cals calendarSet) (*compiled, error) {
 	c, err := compile(d, t.handlers, t.loc, t.parse, now, seen)
 	if err != nil {
+		return nil, err
+	}
+	if c.cals, err = cals.resolve(d.Name, d.Calendars); err != nil {
 		return nil, err
 	}
 	if jc, ok := t.store.(schedule.JobChecker); ok {
@@ -321,6 +328,9 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("maxRuns", errors.New(strconv.Itoa(d.MaxRuns)+" on a once task, which runs once"))
 	case !d.Created.IsZero() && !inNanos(d.Created):
 		return fail("created", errors.New(d.Created.UTC().Format(time.RFC3339)+" is out of range: want a time from 1678 to 2262"))
+	}
+	if err := checkTaskCalendars(d); err != nil {
+		return nil, err
 	}
 	c := &compiled{handler: d.Handler, businessID: d.BusinessID, spec: d.Spec, zone: d.Zone,
 		startSec: d.Start.Unix(), startNsec: int32(d.Start.Nanosecond()), endSec: d.End.Unix(), endNsec: int32(d.End.Nanosecond()),
@@ -446,7 +456,9 @@ func loadZone(name string) (*time.Location, error) {
 	return l, nil
 }
 
-// scheduleOf returns the Schedule of c, a task t compiled; a Once task
+// scheduleOf returns the Schedule of c, a task t compiled, passing over
+// the days of its calendars (a calendar without a zone in the zone of the
+// spec), and so counting none of them as a slot; a Once task
 // without a Start runs at the first time of its spec after c.seen, and a
 // task with MaxRuns at the first MaxRuns in its window after its anchor,
 // counted as a Once task's one time is (schedule.First). The spec
@@ -457,6 +469,7 @@ func (t *Table) scheduleOf(c *compiled) schedule.Schedule {
 		loc, _ = loadZone(c.zone) // compile loaded it
 	}
 	s, _ := t.parse(c.spec, loc) // compile read it
+	s = c.cals.except(s, taskZone(c.spec, loc))
 	start, end := c.start(), c.end()
 	if c.once {
 		if at := s.Next(c.anchor()); !at.IsZero() {
@@ -471,5 +484,5 @@ func (t *Table) scheduleOf(c *compiled) schedule.Schedule {
 	if c.maxRuns > 0 {
 		s = schedule.First(s, c.anchor(), int(c.maxRuns))
 	}
-	return s // without a window or a count, shared by every task of the same spec
+	return s // without a window, a count or calendars, shared by every task of the same spec
 }

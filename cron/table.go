@@ -52,6 +52,7 @@ type Table struct {
 	joining  bool               // a Follow is under way
 	controls uint64             // counts the Pauses and Resumes made on the Source followed
 	refused  map[string]refusal // the definitions the latest Apply refused, by name; nil if none
+	cals     calendarSet        // the calendars known, never modified: a change replaces it
 }
 
 // An entry is a task loaded in a Table: its job and its definition. It
