@@ -80,6 +80,14 @@ func (m migration) statements(d Dialect, table string) []string {
 // the defaults of the rows that a replica of version 5 writes; and a run
 // record's planned start (schedule.Record.Planned) in Unix nanoseconds,
 // NULL for none.
+//
+// Version 7: the calendars of the definitions ({t}_calendars, see
+// Definitions.CreateCalendar): one row a cron.Calendar, its days joined
+// by commas (empty for none: a day or range has no comma), with a version
+// each, and its times as the tasks' are; and the calendars a task names
+// (cron.Task.Calendars), joined by commas (empty for none: a calendar's name
+// has no comma), the default of the rows that a replica of version 6
+// writes.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -221,6 +229,26 @@ FROM {t}`,
 		`ALTER TABLE {t}_tasks ADD COLUMN jitter TEXT NOT NULL DEFAULT '0s'`,
 		`ALTER TABLE {t} ADD COLUMN planned_ns BIGINT`,
 	},
+}, {
+	all: []string{`ALTER TABLE {t}_tasks ADD COLUMN calendars TEXT NOT NULL DEFAULT ''`},
+	postgres: []string{`CREATE TABLE {t}_calendars (
+	name       TEXT        NOT NULL PRIMARY KEY,
+	zone       TEXT        NOT NULL,
+	days       TEXT        NOT NULL,
+	note       TEXT        NOT NULL,
+	version    BIGINT      NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	updated_at TIMESTAMPTZ NOT NULL
+)`},
+	sqlite: []string{`CREATE TABLE {t}_calendars (
+	name       TEXT   NOT NULL PRIMARY KEY,
+	zone       TEXT   NOT NULL,
+	days       TEXT   NOT NULL,
+	note       TEXT   NOT NULL,
+	version    BIGINT NOT NULL,
+	created_at TEXT   NOT NULL,
+	updated_at TEXT   NOT NULL
+)`},
 }}
 
 func init() {
