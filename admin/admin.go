@@ -38,6 +38,12 @@ type Options struct {
 	// Definitions, if set, is the Source the Table follows (Table.Follow):
 	// the page then creates, edits and deletes task definitions in it.
 	Definitions Definitions
+	// Calendars, if set, holds the calendars that tasks name
+	// (cron.Task.Calendars), such as *sqlstore.Definitions: the page lists
+	// them, creates, edits and deletes them (with Authorize), and the next
+	// runs it shows of a task pass over their days. Without it, a task's
+	// page still shows its next runs as its Table runs them.
+	Calendars Calendars
 	// Authorize reports whether r may change anything: run, pause,
 	// resume, create, edit, delete. It is called for every write, and for
 	// every page, to show its buttons or not. Nil makes the page
@@ -201,6 +207,13 @@ func (h *handler) routes() {
 	handle("GET", "/api/job", h.detail(kindJob))
 	handle("GET", "/api/definition", h.definition)
 	handle("GET", "/api/preview", h.preview)
+	handle("GET", "/calendars", h.calendars)
+	handle("GET", "/api/calendars", h.calendars)
+	handle("GET", "/new-calendar", h.write(h.newCalendarForm))
+	handle("GET", "/edit-calendar", h.write(h.editCalendarForm))
+	handle("POST", "/create-calendar", h.write(h.saveCalendar))
+	handle("POST", "/update-calendar", h.write(h.saveCalendar))
+	handle("POST", "/delete-calendar", h.write(h.removeCalendar))
 	m.HandleFunc("GET /static/{file}", serveAsset)
 	m.HandleFunc("/", h.notFound)
 }

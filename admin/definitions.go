@@ -26,6 +26,24 @@ type form struct {
 	Field   string     // the field at fault, named as in JSON
 	Current *cron.Task // the definition in force, when the edit was stale
 	Preview *preview
+	Known   []string // the names of the calendars a task may name; nil without Calendars
+}
+
+// calendarNames returns the names of the calendars of Options.Calendars,
+// for a form to offer; nil if there are none or they cannot be read.
+func (h *handler) calendarNames(r *http.Request) []string {
+	if h.o.Calendars == nil {
+		return nil
+	}
+	cals, _, err := h.o.Calendars.Calendars(r.Context())
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(cals))
+	for i, c := range cals {
+		names[i] = c.Name
+	}
+	return names
 }
 
 // fields are the fields of a definition as a form holds them, named as in
@@ -36,6 +54,7 @@ type fields struct {
 	Overlap, Misfire, Timeout, Attempts, Backoff      string
 	CatchUpWindow, MaxRuns, Jitter                    string
 	PauseNote, PausedUntil, PauseOnFailures           string
+	Calendars                                         string // the names, separated by commas
 }
 
 // localLayout is the layout of a datetime-local input.
@@ -70,6 +89,7 @@ func fieldsOf(t cron.Task, loc *time.Location) fields {
 	if t.PauseOnFailures != 0 {
 		f.PauseOnFailures = strconv.Itoa(t.PauseOnFailures)
 	}
+	f.Calendars = strings.Join(t.Calendars, ", ")
 	if t.Retry.Attempts != 0 {
 		f.Attempts = strconv.Itoa(t.Retry.Attempts)
 	}
@@ -88,14 +108,15 @@ func fieldsFrom(r *http.Request) fields {
 		Overlap: v("overlap"), Misfire: v("misfire"), Timeout: v("timeout"),
 		Attempts: v("retry.attempts"), Backoff: v("retry.backoff"), CatchUpWindow: v("catchUpWindow"),
 		MaxRuns: v("maxRuns"), Jitter: v("jitter"), PauseNote: v("pauseNote"), PausedUntil: v("pausedUntil"),
-		PauseOnFailures: v("pauseOnFailures")}
+		PauseOnFailures: v("pauseOnFailures"), Calendars: v("calendars")}
 }
 
 // task returns the definition f holds, its times read in loc, or a
 // *cron.TaskError naming the field that does not read.
 func (f fields) task(loc *time.Location) (cron.Task, error) {
 	t := cron.Task{Name: f.Name, Handler: f.Handler, BusinessID: f.BusinessID, Spec: f.Spec, Zone: f.Zone,
-		Permanent: f.Permanent, Once: f.Once, Paused: f.Paused, Overlap: f.Overlap, Misfire: f.Misfire}
+		Permanent: f.Permanent, Once: f.Once, Paused: f.Paused, Overlap: f.Overlap, Misfire: f.Misfire,
+		Calendars: splitNames(f.Calendars)}
 	bad := func(field string, err error) (cron.Task, error) {
 		return cron.Task{}, &cron.TaskError{Task: f.Name, Field: field, Err: err}
 	}
@@ -185,7 +206,7 @@ func (h *handler) newForm(w http.ResponseWriter, r *http.Request) {
 	if !h.editing(w, r, false) {
 		return
 	}
-	f := form{New: true, Task: fields{Permanent: true, Overlap: "skip", Misfire: "run-once"}, Zone: h.o.Location.String()}
+	f := form{New: true, Task: fields{Permanent: true, Overlap: "skip", Misfire: "run-once"}, Zone: h.o.Location.String(), Known: h.calendarNames(r)}
 	h.render(w, r, false, http.StatusOK, "form.html", f)
 }
 
@@ -205,8 +226,8 @@ func (h *handler) editForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	loc := zoneOf(t.Spec, t.Zone, h.o.Location)
-	f := form{Task: fieldsOf(t, loc), Version: v, Zone: loc.String()}
-	f.Preview = h.previewOf(t.Spec, t.Zone)
+	f := form{Task: fieldsOf(t, loc), Version: v, Zone: loc.String(), Known: h.calendarNames(r)}
+	f.Preview = h.previewOf(r.Context(), t.Spec, t.Zone, t.Calendars)
 	h.render(w, r, false, http.StatusOK, "form.html", f)
 }
 
@@ -225,6 +246,9 @@ func (h *handler) save(api bool) http.HandlerFunc {
 		}
 		create := strings.HasSuffix(r.URL.Path, "/create")
 		f := form{New: create}
+		if !api {
+			f.Known = h.calendarNames(r)
+		}
 		var t cron.Task
 		var err error
 		if api {
@@ -240,7 +264,7 @@ func (h *handler) save(api bool) http.HandlerFunc {
 			f.Zone = loc.String()
 			t, err = f.Task.task(loc)
 			if r.PostFormValue("check") != "" {
-				f.Preview = h.previewOf(f.Task.Spec, f.Task.Zone)
+				f.Preview = h.previewOf(r.Context(), f.Task.Spec, f.Task.Zone, splitNames(f.Task.Calendars))
 				if err != nil {
 					f.Error, f.Field = failureOf(err).Error, failureOf(err).Field
 				}
@@ -270,7 +294,7 @@ func (h *handler) save(api bool) http.HandlerFunc {
 			}
 			f.Error = msg
 			f.Field = failureOf(err).Field
-			f.Preview = h.previewOf(f.Task.Spec, f.Task.Zone)
+			f.Preview = h.previewOf(r.Context(), f.Task.Spec, f.Task.Zone, splitNames(f.Task.Calendars))
 			h.render(w, r, false, status, "form.html", f)
 			return
 		}

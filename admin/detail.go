@@ -69,7 +69,7 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 			t := st.Task
 			d.Definition = &t
 			if d.Loaded {
-				s = taskSchedule(t, d.loc)
+				s, _ = h.o.Table.Schedule(name) // its calendars' days passed over
 			}
 		case kindJob:
 			ji, ok := h.job(name)
@@ -144,33 +144,6 @@ func (h *handler) unloaded(r *http.Request, name string) *cron.TaskState {
 		return nil
 	}
 	return &cron.TaskState{Task: t}
-}
-
-// taskSchedule returns the times of t as its Table runs them: its spec in
-// loc, within its Start and End, and with MaxRuns its first MaxRuns times
-// after the instant before its Start, or else after its Created, as the
-// Table counts them (t is the Table's, whose Created is spelled out). A
-// Once task has its Next only: when it runs depends on when the Table
-// loaded it.
-func taskSchedule(t cron.Task, loc *time.Location) schedule.Schedule {
-	if t.Once {
-		return nil
-	}
-	s, err := cron.Parse(t.Spec, loc)
-	if err != nil {
-		return nil
-	}
-	if !t.Start.IsZero() || !t.End.IsZero() {
-		s = schedule.Between(s, t.Start, t.End)
-	}
-	if t.MaxRuns > 0 {
-		from := t.Created
-		if !t.Start.IsZero() {
-			from = t.Start.Add(-1)
-		}
-		s = schedule.First(s, from, t.MaxRuns)
-	}
-	return s
 }
 
 // zoneOf returns the zone in which spec runs: its CRON_TZ or TZ prefix,

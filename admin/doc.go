@@ -4,7 +4,9 @@
 // it runs now or is paused; a job's next 10 runs and its history, paged;
 // run now, pause and resume; and, for a Table that follows a Source of
 // definitions, their creation, edit and deletion, with the spec checked and
-// previewed by the server as it is typed and a stale edit refused.
+// previewed by the server as it is typed and a stale edit refused; and the
+// calendars whose days tasks pass over (Options.Calendars), listed and
+// edited, a task's next runs and previews passing over their days.
 //
 //	h := admin.New(admin.Options{Table: table, Jobs: []*schedule.Job{report}, Store: store,
 //		Definitions: store.Definitions(), // *sqlstore.Definitions, the Source the Table follows
@@ -38,6 +40,10 @@
 //	POST /run, /pause, /resume  kind=task or job, name=; redirect to the page
 //	POST /create, /update       a definition's form, with version= for update
 //	POST /delete                name=, version=
+//	GET  /calendars             the calendars (Calendars): name, zone, days, note
+//	GET  /new-calendar, /edit-calendar?name=  the forms of a calendar (Calendars, Authorize)
+//	POST /create-calendar, /update-calendar   a calendar's form, with version= for update
+//	POST /delete-calendar       name=, version=; refused while a task names it
 //	GET  /static/{file}         the page's CSS and script
 //
 // The same data as JSON, for scripts:
@@ -46,7 +52,8 @@
 //	GET  /api/task?name=&page=  row and {"definition", "loaded", "upcoming", "history": [record], "page", "more"}
 //	GET  /api/job?name=&page=   the same, for a Job
 //	GET  /api/definition?name=  {"task": cron.Task, "version"}
-//	GET  /api/preview?spec=&zone=  {"spec", "zone", "description", "next", "nextText"}, or 422 and "error", "field"
+//	GET  /api/preview?spec=&zone=&calendars=  {"spec", "zone", "description", "next", "nextText"}, or 422 and "error", "field"
+//	GET  /api/calendars         {"calendars": [cron.Calendar]}
 //	POST /api/run, /api/pause, /api/resume  kind=, name=; {"kind", "name", "done"}
 //	POST /api/create            {"task": cron.Task}; {"kind", "name", "done", "version"}
 //	POST /api/update            {"task": cron.Task, "version": n}; the same

@@ -21,6 +21,7 @@ type memDefs struct {
 	mu      sync.Mutex
 	defs    map[string]memDef
 	version int64 // of the set, raised by each write
+	cals    map[string]memCal
 	changes chan struct{}
 }
 

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -22,17 +23,18 @@ type preview struct {
 	Next        []time.Time `json:"next"`
 	NextText    []string    `json:"nextText"` // Next as the page shows it: "2026-03-02 09:00:00 CET"
 	Error       string      `json:"error,omitempty"`
-	Field       string      `json:"field,omitempty"` // "spec" or "zone", with Error
+	Field       string      `json:"field,omitempty"` // "spec", "zone" or "calendars", with Error
 }
 
 // previewOf checks spec, in zone (empty: the page's Location), as a
-// definition's, and returns its preview.
-func (h *handler) previewOf(spec, zone string) *preview {
+// definition's, and returns its preview: its next runs pass over the days
+// of the calendars cals, which Options.Calendars must hold.
+func (h *handler) previewOf(ctx context.Context, spec, zone string, cals []string) *preview {
 	loc := zoneOf(spec, zone, h.o.Location)
 	p := &preview{Spec: spec, Zone: loc.String(), Next: []time.Time{}, NextText: []string{}}
 	// Validate refuses what Apply would: a spec that does not parse, an
 	// unknown zone, a spec with no time to run at in a hundred years.
-	t := cron.Task{Name: "preview", Handler: "preview", Spec: spec, Zone: zone, Permanent: true}
+	t := cron.Task{Name: "preview", Handler: "preview", Spec: spec, Zone: zone, Permanent: true, Calendars: cals}
 	if err := t.Validate(); err != nil {
 		p.Error, p.Field = err.Error(), "spec"
 		var te *cron.TaskError
@@ -47,6 +49,12 @@ func (h *handler) previewOf(spec, zone string) *preview {
 		p.Error, p.Field = err.Error(), "spec"
 		return p
 	}
+	if s, err = h.excluding(ctx, s, cals, loc); err != nil {
+		var te *cron.TaskError
+		errors.As(err, &te)
+		p.Error, p.Field = te.Err.Error(), te.Field
+		return p
+	}
 	for _, t := range schedule.Upcoming(s, time.Now(), previewRuns) {
 		p.Next = append(p.Next, t.In(loc))
 		p.NextText = append(p.NextText, local(t.In(loc)))
@@ -54,11 +62,12 @@ func (h *handler) previewOf(spec, zone string) *preview {
 	return p
 }
 
-// preview serves api/preview: the preview of spec= in zone=, with status
-// 422 if a task may not have them.
+// preview serves api/preview: the preview of spec= in zone=, passing over
+// the days of calendars= (names separated by commas), with status 422 if
+// a task may not have them.
 func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := h.previewOf(q.Get("spec"), q.Get("zone"))
+	p := h.previewOf(r.Context(), q.Get("spec"), q.Get("zone"), splitNames(q.Get("calendars")))
 	status := http.StatusOK
 	if p.Error != "" {
 		status = http.StatusUnprocessableEntity

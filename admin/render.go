@@ -84,6 +84,7 @@ type frame struct {
 	Title   string
 	Write   bool   // the user may change things: show the buttons
 	Editing bool   // Definitions are set: tasks may be created and edited
+	HasCals bool   // Calendars are set: the page lists them
 	Refresh int64  // milliseconds between refreshes; 0 for none
 	Flash   string // what the last write did
 	Status  int
@@ -112,7 +113,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, api bool, statu
 		return
 	}
 	f := frame{Title: h.o.Title, Write: h.canWrite(r), Editing: h.o.Definitions != nil && h.o.Table != nil,
-		Flash: flashes[r.URL.Query().Get("done")], Status: status, Data: data}
+		HasCals: h.o.Calendars != nil, Flash: flashes[r.URL.Query().Get("done")], Status: status, Data: data}
 	if h.o.Refresh > 0 && status < 400 {
 		f.Refresh = h.o.Refresh.Milliseconds()
 	}
@@ -162,6 +163,10 @@ var flashes = map[string]string{
 	"created":         "Created: the Table loads it at its next look at the definitions.",
 	"updated":         "Saved: the Table applies it at its next look at the definitions.",
 	"deleted":         "Deleted: the Table stops it at its next look; a run in flight goes on to its end.",
+
+	"calendar-created": "Calendar created: tasks may name it.",
+	"calendar-updated": "Calendar saved: the tasks naming it pass over its new days once the Table has applied it.",
+	"calendar-deleted": "Calendar deleted.",
 }
 
 // A record is a schedule.Record as a page and the JSON routes show it,

@@ -14,8 +14,8 @@ import (
 //
 //   - a new task starts (paused, if its definition says so);
 //   - a task whose times changed (spec, zone, start, end, permanent,
-//     once) takes them at once: its next run is the first of the new
-//     times after now;
+//     once, calendars, or the days of a calendar it names) takes them at
+//     once: its next run is the first of the new times after now;
 //   - a task whose handler or business id changed runs with them from
 //     its next run;
 //   - a task whose Paused changed is paused or resumed, as Pause and
@@ -35,8 +35,9 @@ import (
 // loses no slot for want of a record.
 //
 // Apply does not wait for runs in flight. A definition that is not valid
-// (see Task.Validate; its Handler must also be one of the Table's, and its
-// Name one the Store can hold) gets a *TaskError, joined with the others
+// (see Task.Validate; its Handler must also be one of the Table's, its
+// Calendars ones the Table knows, see SetCalendars, and its Name one the
+// Store can hold) gets a *TaskError, joined with the others
 // in the returned error; the Table keeps running the task's previous
 // definition, if any. A definition is checked when it is new or changed:
 // a task whose End passes while it is loaded stays loaded, with no run
@@ -49,7 +50,7 @@ import (
 // Scheduler's panic on to its caller; the Table stays usable, and Stop
 // returns.
 func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
-	return t.apply(ctx, defs, false, 0)
+	return t.apply(ctx, defs, nil, false, 0)
 }
 
 // apply is Apply. With fromSource, defs are the Source's, read when
@@ -58,7 +59,12 @@ func (t *Table) Apply(ctx context.Context, defs []Task) (Changes, error) {
 // Pause and Resume did here (the Source is where they act). Otherwise, a
 // Pause or Resume here holds until the definition's Paused changes, so
 // that a read of the Source older than a Pause does not undo it.
-func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch uint64) (Changes, error) {
+//
+// With cals not nil, the Source's calendars (its *[]Calendar, which may
+// be empty) replace those t knows; with nil, the tasks resolve their
+// calendars in those t knows, and the apply starts again if SetCalendars
+// changed them meanwhile.
+func (t *Table) apply(ctx context.Context, defs []Task, cals *[]Calendar, fromSource bool, epoch uint64) (Changes, error) {
 	// Read the definitions in force, so that an unchanged definition is
 	// not compiled again: with a million tasks, only what changed costs.
 	t.mu.Lock()
@@ -72,13 +78,20 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 			cur[i] = e.c.Load()
 		}
 	}
+	known := t.cals
 	t.mu.Unlock()
 	now := time.Now()
 	var errs []error
+	set := known
+	if cals != nil {
+		var calErrs []error
+		set, calErrs = known.with(*cals)
+		errs = append(errs, calErrs...)
+	}
 	refused := map[string]refusal{}      // the definitions refused, by name
 	want := make([]*compiled, len(defs)) // nil: not valid
 	for i, d := range defs {
-		if cur[i] != nil && cur[i].same(d) {
+		if cur[i] != nil && cur[i].same(d) && set.resolves(cur[i].cals, d.Calendars) {
 			want[i] = cur[i]
 			continue
 		}
@@ -86,7 +99,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 		if cur[i] != nil {
 			seen = cur[i].seen
 		}
-		c, err := t.compile(d, now, seen)
+		c, err := t.compile(d, now, seen, set)
 		if err != nil {
 			errs = append(errs, err)
 			refused[d.Name] = refusal{d, err}
@@ -105,6 +118,11 @@ func (t *Table) apply(ctx context.Context, defs []Task, fromSource bool, epoch u
 		t.mu.Unlock()
 		return Changes{}, ErrTableStopped
 	}
+	if cals == nil && !sameSet(t.cals, known) {
+		t.mu.Unlock()
+		return t.apply(ctx, defs, nil, fromSource, epoch) // compiled with calendars no longer known
+	}
+	t.cals = set
 	t.gen++
 	gen := t.gen
 	enforce := fromSource && t.controls == epoch

@@ -69,8 +69,9 @@ type compiled struct {
 	created            bool // seen is the definition's Created: no slot before it is owed, whatever the records say
 	misfire            schedule.Misfire
 	overlap            schedule.Overlap
-	pauseOn            uint8     // PauseOnFailures
-	note               *pauseDef // PauseNote and PausedUntil; nil for neither
+	pauseOn            uint8          // PauseOnFailures
+	note               *pauseDef      // PauseNote and PausedUntil; nil for neither
+	cals               *taskCalendars // the calendars the task passes over, resolved by its Table; nil for none
 }
 
 // pauseOf returns the pause of d, nil for a task not paused, or paused
@@ -129,7 +130,7 @@ func (c *compiled) task(name string) Task {
 		Overlap: overlapNames[c.overlap], Misfire: misfireNames[c.misfire], Timeout: Duration(c.timeout),
 		Retry: Retry{Attempts: int(c.attempts), Backoff: Duration(c.backoff)}, CatchUpWindow: Duration(c.window) * Duration(time.Second),
 		MaxRuns: int(c.maxRuns), Jitter: Duration(c.jitter) * Duration(time.Second), Created: time.Unix(0, c.seen).UTC(),
-		PauseOnFailures: int(c.pauseOn)}
+		PauseOnFailures: int(c.pauseOn), Calendars: c.cals.names()}
 	if c.note != nil {
 		t.PauseNote, t.PausedUntil = c.note.note, c.note.until
 	}
@@ -195,7 +196,8 @@ func (c *compiled) same(d Task) bool {
 func (c *compiled) sameTimes(b *compiled) bool {
 	return c.spec == b.spec && c.zone == b.zone && c.startSec == b.startSec && c.startNsec == b.startNsec &&
 		c.endSec == b.endSec && c.endNsec == b.endNsec && c.permanent == b.permanent && c.once == b.once &&
-		c.maxRuns == b.maxRuns && (!c.limited() || c.seen == b.seen) // a Once task's one time, and the slots counted, depend on seen
+		c.maxRuns == b.maxRuns && (!c.limited() || c.seen == b.seen) && // a Once task's one time, and the slots counted, depend on seen
+		c.cals.same(b.cals)
 }
 
 // limited reports whether c runs a count of slots from its anchor: Once
@@ -278,14 +280,18 @@ var (
 // location (t.specs). seen is when t first loaded the task, if it did, or
 // 0: the anchor of a Once task without Created. A task with MaxRuns must
 // have a Start or a Created: counted from when each Table loaded it, the
-// replicas and the restarts would each run MaxRuns slots.
-func (t *Table) compile(d Task, now time.Time, seen int64) (*compiled, error) {
+// replicas and the restarts would each run MaxRuns slots. Its calendars
+// must be in cals.
+func (t *Table) compile(d Task, now time.Time, seen int64, cals calendarSet) (*compiled, error) {
 	c, err := compile(d, t.handlers, t.loc, t.parse, now, seen)
 	if err != nil {
 		return nil, err
 	}
 	if d.MaxRuns > 0 && d.Start.IsZero() && d.Created.IsZero() {
 		return nil, &TaskError{Task: d.Name, Field: "maxRuns", Err: errors.New("needs start or created, so that every replica counts from the same time")}
+	}
+	if c.cals, err = cals.resolve(d.Name, d.Calendars); err != nil {
+		return nil, err
 	}
 	if jc, ok := t.store.(schedule.JobChecker); ok {
 		if err := jc.CheckJob(d.Name); err != nil {
@@ -382,6 +388,9 @@ func compile(d Task, handlers map[string]Handler, loc *time.Location, parse func
 		return fail("pauseNote", errors.New("not UTF-8"))
 	case !d.Created.IsZero() && !inNanos(d.Created):
 		return fail("created", errors.New(d.Created.UTC().Format(time.RFC3339)+" is out of range: want a time from 1678 to 2262"))
+	}
+	if err := checkTaskCalendars(d); err != nil {
+		return nil, err
 	}
 	c := &compiled{handler: d.Handler, businessID: d.BusinessID, spec: d.Spec, zone: d.Zone,
 		startSec: d.Start.Unix(), startNsec: int32(d.Start.Nanosecond()), endSec: d.End.Unix(), endNsec: int32(d.End.Nanosecond()),
@@ -507,7 +516,9 @@ func loadZone(name string) (*time.Location, error) {
 	return l, nil
 }
 
-// scheduleOf returns the Schedule of c, a task t compiled; a Once task
+// scheduleOf returns the Schedule of c, a task t compiled, passing over
+// the days of its calendars (a calendar without a zone in the zone of the
+// spec), and so counting none of them as a slot; a Once task
 // without a Start runs at the first time of its spec after c.seen, and a
 // task with MaxRuns at the first MaxRuns in its window after its anchor,
 // counted as a Once task's one time is (schedule.First). The spec
@@ -518,6 +529,7 @@ func (t *Table) scheduleOf(c *compiled) schedule.Schedule {
 		loc, _ = loadZone(c.zone) // compile loaded it
 	}
 	s, _ := t.parse(c.spec, loc) // compile read it
+	s = c.cals.except(s, taskZone(c.spec, loc))
 	start, end := c.start(), c.end()
 	if c.once {
 		if at := s.Next(c.anchor()); !at.IsZero() {
@@ -532,5 +544,5 @@ func (t *Table) scheduleOf(c *compiled) schedule.Schedule {
 	if c.maxRuns > 0 {
 		s = schedule.First(s, c.anchor(), int(c.maxRuns))
 	}
-	return s // without a window or a count, shared by every task of the same spec
+	return s // without a window, a count or calendars, shared by every task of the same spec
 }

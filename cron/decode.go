@@ -183,7 +183,7 @@ func decodeFields(v reflect.Value, fields map[string]int, ms []member, prefix st
 			}
 		default:
 			if err := json.Unmarshal(m.val, f.Addr().Interface()); err != nil {
-				return key, errors.New("want a JSON " + map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer"}[f.Kind()])
+				return key, errors.New("want a JSON " + map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer", reflect.Slice: "array of strings"}[f.Kind()])
 			}
 		}
 	}

@@ -11,7 +11,9 @@ import (
 )
 
 // Follow makes t run the tasks of src, and keeps it in step with src until
-// t stops: it reads src's definitions and applies them at once, then looks
+// t stops: it reads src's definitions (and its calendars, if src is a
+// CalendarSource: they replace those of SetCalendars, and a Source that
+// is not one holds none) and applies them at once, then looks
 // at src.Version every poll interval (WithPollInterval; 1s by default, so
 // that a change is applied within 2s) and at once when src.Changes
 // receives, and applies src's definitions again when the version has
@@ -62,11 +64,11 @@ func (t *Table) Follow(ctx context.Context, src Source, opts ...FollowOption) er
 	}()
 
 	epoch := t.epoch()
-	defs, version, err := src.Tasks(ctx)
+	defs, cals, version, err := read(ctx, src)
 	if err != nil {
 		return fmt.Errorf("cron: Follow: reading the source: %w", err)
 	}
-	ch, applied := t.apply(ctx, defs, true, epoch)
+	ch, applied := t.apply(ctx, defs, &cals, true, epoch)
 	if errors.Is(applied, ErrTableStopped) {
 		return applied
 	}
@@ -187,9 +189,9 @@ func (f *follower) sync(ctx context.Context) (err error) {
 		return nil
 	}
 	epoch := f.t.epoch()
-	defs, v, err := f.src.Tasks(ctx)
+	defs, cals, v, err := read(ctx, f.src)
 	if err != nil {
-		return fmt.Errorf("cron: following the source: reading its tasks: %w", err)
+		return fmt.Errorf("cron: following the source: reading its definitions: %w", err)
 	}
 	defer func() {
 		// A Scheduler that refuses timers (a stopped wheel.Wheel) makes
@@ -198,7 +200,7 @@ func (f *follower) sync(ctx context.Context) (err error) {
 			err = fmt.Errorf("cron: following the source: %v", r)
 		}
 	}()
-	ch, err := f.t.apply(ctx, defs, true, epoch)
+	ch, err := f.t.apply(ctx, defs, &cals, true, epoch)
 	if !errors.Is(err, ErrTableStopped) {
 		f.version = v
 		if f.onApply != nil {
@@ -206,6 +208,31 @@ func (f *follower) sync(ctx context.Context) (err error) {
 		}
 	}
 	return err
+}
+
+// read reads the tasks of src, and its calendars if it is a
+// CalendarSource (none otherwise), and returns the version of the
+// definitions read: the calendars are read first, and if the tasks are of
+// another version, the calendars' is returned, so that the next look
+// reads them again.
+func read(ctx context.Context, src Source) ([]Task, []Calendar, int64, error) {
+	var cals []Calendar
+	var cv int64
+	cs, ok := src.(CalendarSource)
+	if ok {
+		var err error
+		if cals, cv, err = cs.Calendars(ctx); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	defs, v, err := src.Tasks(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if ok && cv != v {
+		v = cv
+	}
+	return defs, cals, v, nil
 }
 
 // epoch returns t.controls.

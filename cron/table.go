@@ -53,6 +53,7 @@ type Table struct {
 	controls uint64             // counts the Pauses and Resumes made on the Source followed
 	refused  map[string]refusal // the definitions the latest Apply refused, by name; nil if none
 	fills    map[string]*fill   // the latest backfill of each task (Backfill); nil until the first
+	cals     calendarSet        // the calendars known, never modified: a change replaces it
 }
 
 // An entry is a task loaded in a Table: its job and its definition. It

@@ -59,6 +59,13 @@ type Task struct {
 	// MaxMaxRuns, and a Once task's is 0 or 1. Quartz's repeatCount,
 	// Temporal's limited actions.
 	MaxRuns int `json:"maxRuns,omitempty"`
+	// Calendars names the calendars whose days the task passes over: a
+	// slot on one of their days is not a slot (see Calendar). A Table
+	// refuses a definition naming a calendar it does not know, as one
+	// naming a handler it does not have, so that the task never runs on a
+	// day meant to be excluded; Validate checks the names only. At most
+	// MaxCalendars, each once.
+	Calendars []string `json:"calendars,omitempty"`
 	// Paused keeps the task loaded, in the Table's inventory, with its
 	// job, but runs none of its slots until it is resumed: they pass
 	// without a run, and are not caught up after (schedule.Job.Pause).
@@ -285,6 +292,8 @@ func parseDuration(s string) (Duration, error) {
 //     outside the years 1678 to 2262; CatchUpWindow or Jitter is
 //     negative, not a whole number of seconds, or longer than 100 years;
 //   - Start is more than 100 years ahead;
+//   - Calendars has more than MaxCalendars names, one twice, or one that
+//     cannot name a calendar (see Calendar.Name);
 //   - Spec has no time to run at ("spec"): no time in the next 100 years
 //     after now (such as "0 0 30 2 *", February 30), or none within
 //     [Start, End]. For a Once task, the one time it runs at (see Once)

@@ -38,13 +38,14 @@
 	var spec = document.getElementById("spec");
 	var zone = document.getElementById("zone");
 	var out = document.getElementById("preview");
+	var cals = document.getElementById("calendars");
 	if (spec && zone && out) {
 		var timer = 0, asked = 0;
 		var ask = function () {
 			clearTimeout(timer);
 			timer = setTimeout(function () {
 				var n = ++asked;
-				var q = new URLSearchParams({ spec: spec.value, zone: zone.value });
+				var q = new URLSearchParams({ spec: spec.value, zone: zone.value, calendars: cals ? cals.value : "" });
 				fetch("api/preview?" + q.toString(), { credentials: "same-origin" })
 					.then(function (res) { return res.json(); })
 					.then(function (p) {
@@ -59,12 +60,15 @@
 			out.textContent = "";
 			spec.removeAttribute("aria-invalid");
 			zone.removeAttribute("aria-invalid");
+			if (cals) {
+				cals.removeAttribute("aria-invalid");
+			}
 			var line = document.createElement("p");
 			if (p.error) {
 				line.className = "error";
 				line.textContent = p.error;
 				out.appendChild(line);
-				(p.field === "zone" ? zone : spec).setAttribute("aria-invalid", "true");
+				(p.field === "zone" ? zone : p.field === "calendars" && cals ? cals : spec).setAttribute("aria-invalid", "true");
 				return;
 			}
 			var words = document.createElement("span");
@@ -87,6 +91,9 @@
 		};
 		spec.addEventListener("input", ask);
 		zone.addEventListener("input", ask);
+		if (cals) {
+			cals.addEventListener("input", ask);
+		}
 	}
 
 	// A form with data-confirm asks first.

@@ -17,7 +17,10 @@ import (
 // Definitions is the table of task definitions a Store keeps beside its
 // run records, {t}_tasks, one row a cron.Task, with a version each. It is
 // a cron.Source: every replica's cron.Table that follows it runs the same
-// tasks. Its writes (Create, Update, Delete, SetPaused) use optimistic
+// tasks. It holds the calendars the tasks name too, {t}_calendars, and is
+// a cron.CalendarSource: a task names only calendars it holds, and a
+// calendar named by a task cannot be deleted (CreateCalendar). Its writes
+// (Create, Update, Delete, SetPaused, and those of calendars) use optimistic
 // concurrency: each names the version it read, and a write of a stale
 // version fails with ErrStale, never overwrites. Every write bumps the
 // change marker, {t}_tasks_version, in its transaction, so that a
@@ -33,14 +36,15 @@ import (
 // ErrStale or cron.ErrUnknownTask may have committed (the connection broke
 // as it did): read the definition again before writing it again.
 type Definitions struct {
-	s *Store
-	q defQueries
+	s  *Store
+	q  defQueries
+	cq calQueries
 	// changes receives, without blocking, after each write that
 	// committed; written by the writers, read by a follower.
 	changes chan struct{}
 }
 
-var _ cron.Source = (*Definitions)(nil)
+var _ cron.CalendarSource = (*Definitions)(nil)
 
 var (
 	// ErrTaskExists is returned by Create for a name that is defined
@@ -78,7 +82,7 @@ func newDefinitions(s *Store) *Definitions {
 		current:     q.rewrite(currentTaskSQL),
 		get:         q.rewrite(getTaskSQL),
 		list:        q.rewrite(listTasksSQL),
-	}, changes: make(chan struct{}, 1)}
+	}, cq: newCalQueries(q), changes: make(chan struct{}, 1)}
 }
 
 // Create saves t, a new definition, at version 1, with Created set to now
@@ -86,7 +90,9 @@ func newDefinitions(s *Store) *Definitions {
 // *cron.TaskError of t.Validate, or one naming a field the store cannot
 // hold (a name CheckJob refuses, text that is not UTF-8 without NUL, a
 // time outside years 1 to 9999), and saves nothing; and an error wrapping
-// ErrTaskExists if t.Name is defined already.
+// ErrTaskExists if t.Name is defined already. A task naming a calendar
+// that d does not hold is refused with a *cron.TaskError naming the field
+// "calendars", wrapping cron.ErrUnknownCalendar.
 func (d *Definitions) Create(ctx context.Context, t cron.Task) (int64, error) {
 	args, err := d.args(t)
 	if err != nil {
@@ -94,7 +100,10 @@ func (d *Definitions) Create(ctx context.Context, t cron.Task) (int64, error) {
 	}
 	now := d.timeArg(time.Now())
 	err = d.write(ctx, func(tx *sql.Tx) error {
-		n, err := d.s.txExec(ctx, tx, d.q.insert, append(append(args, now), d.pauseArgs(t)...)...)
+		if err := d.checkCalendars(ctx, tx, t); err != nil {
+			return err
+		}
+		n, err := d.s.txExec(ctx, tx, d.q.insert, append(append(args, now), append(d.pauseArgs(t), calendarsArg(t))...)...)
 		if err != nil {
 			return err
 		}
@@ -111,7 +120,8 @@ func (d *Definitions) Create(ctx context.Context, t cron.Task) (int64, error) {
 
 // Update replaces the definition of t.Name, at version, with t, and
 // returns its new version, one more. Created keeps the value Create set
-// (t.Created is ignored). It refuses t as Create does; it returns an error
+// (t.Created is ignored). It refuses t as Create does, a calendar it does
+// not hold too; it returns an error
 // wrapping ErrStale if the definition is at another version, and one
 // wrapping cron.ErrUnknownTask if there is none.
 func (d *Definitions) Update(ctx context.Context, t cron.Task, version int64) (int64, error) {
@@ -121,8 +131,11 @@ func (d *Definitions) Update(ctx context.Context, t cron.Task, version int64) (i
 	}
 	var v int64
 	err = d.write(ctx, func(tx *sql.Tx) error {
+		if err := d.checkCalendars(ctx, tx, t); err != nil {
+			return err
+		}
 		d.s.stats.statements.Add(1)
-		err := tx.QueryRowContext(ctx, d.q.update, append(append(args, d.timeArg(time.Now()), version), d.pauseArgs(t)...)...).Scan(&v)
+		err := tx.QueryRowContext(ctx, d.q.update, append(append(args, d.timeArg(time.Now()), version), append(d.pauseArgs(t), calendarsArg(t))...)...).Scan(&v)
 		if err == sql.ErrNoRows {
 			return d.missed(ctx, tx, t.Name, version)
 		}
@@ -221,7 +234,8 @@ func (d *Definitions) missed(ctx context.Context, tx *sql.Tx, name string, versi
 // wrap names the task and the write in err, unless it is a definition's
 // *cron.TaskError, ErrStale or ErrTaskExists, which name it already.
 func (d *Definitions) wrap(verb, name string, err error) error {
-	if err == nil || errors.Is(err, ErrStale) || errors.Is(err, ErrTaskExists) {
+	var te *cron.TaskError
+	if err == nil || errors.Is(err, ErrStale) || errors.Is(err, ErrTaskExists) || errors.As(err, &te) {
 		return err
 	}
 	if errors.Is(err, cron.ErrUnknownTask) {
@@ -333,8 +347,9 @@ func (d *Definitions) Tasks(ctx context.Context) ([]cron.Task, int64, error) {
 }
 
 // Version returns the version of the set of definitions: the number of
-// writes (Create, Update, Delete, and SetPaused calls that changed
-// something) since the table was made. It reads one row.
+// writes (Create, Update, Delete, SetPaused calls that changed something,
+// and the writes of calendars) since the table was made. It reads one
+// row.
 func (d *Definitions) Version(ctx context.Context) (int64, error) {
 	d.s.mustBeMade()
 	var v int64

@@ -87,6 +87,14 @@ func (m migration) statements(d Dialect, table string) []string {
 // Version 8: a task's pause note and end (cron.Task.PauseNote, ” for
 // none, and PausedUntil, NULL for none), and its PauseOnFailures (0 for
 // never), the defaults of the rows that a replica of version 7 writes.
+//
+// Version 9: the calendars of the definitions ({t}_calendars, see
+// Definitions.CreateCalendar): one row a cron.Calendar, its days joined
+// by commas (empty for none: a day or range has no comma), with a version
+// each, and its times as the tasks' are; and the calendars a task names
+// (cron.Task.Calendars), joined by commas (empty for none: a calendar's name
+// has no comma), the default of the rows that a replica of version 8
+// writes.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -237,6 +245,26 @@ FROM {t}`,
 	},
 	postgres: []string{`ALTER TABLE {t}_tasks ADD COLUMN paused_until TIMESTAMPTZ`},
 	sqlite:   []string{`ALTER TABLE {t}_tasks ADD COLUMN paused_until TEXT`},
+}, {
+	all: []string{`ALTER TABLE {t}_tasks ADD COLUMN calendars TEXT NOT NULL DEFAULT ''`},
+	postgres: []string{`CREATE TABLE {t}_calendars (
+	name       TEXT        NOT NULL PRIMARY KEY,
+	zone       TEXT        NOT NULL,
+	days       TEXT        NOT NULL,
+	note       TEXT        NOT NULL,
+	version    BIGINT      NOT NULL,
+	created_at TIMESTAMPTZ NOT NULL,
+	updated_at TIMESTAMPTZ NOT NULL
+)`},
+	sqlite: []string{`CREATE TABLE {t}_calendars (
+	name       TEXT   NOT NULL PRIMARY KEY,
+	zone       TEXT   NOT NULL,
+	days       TEXT   NOT NULL,
+	note       TEXT   NOT NULL,
+	version    BIGINT NOT NULL,
+	created_at TEXT   NOT NULL,
+	updated_at TEXT   NOT NULL
+)`},
 }}
 
 func init() {

@@ -23,14 +23,14 @@ type defQueries struct {
 
 const taskColumns = `name, handler, business_id, spec, zone, start_at, end_at, permanent, once, paused,
 	overlap, misfire, timeout, retry_attempts, retry_backoff, version, created_at, updated_at, catch_up_window,
-	max_runs, jitter, pause_note, paused_until, pause_on_failures`
+	max_runs, jitter, pause_note, paused_until, pause_on_failures, calendars`
 
 // The statements of Definitions, with {t} and $n as in queries.go. $1 to
 // $15 are a definition's columns from name to retry_backoff, $16 to $18
 // its catch_up_window, max_runs and jitter, and its pause_note,
-// paused_until and pause_on_failures come after the time of the write
-// ($19): $20 to $22 in an insert, $21 to $23 in an update, after the
-// version it expects.
+// paused_until, pause_on_failures and calendars come after the time of
+// the write ($19): $20 to $23 in an insert, $21 to $24 in an update, after
+// the version it expects.
 const (
 	// bump counts a write in the change marker. Every write runs it first
 	// in its transaction: on PostgreSQL the writers then take the
@@ -40,12 +40,12 @@ const (
 	versionSQL = `SELECT version FROM {t}_tasks_version`
 
 	insertTaskSQL = `INSERT INTO {t}_tasks (` + taskColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $19, $19, $16, $17, $18, $20, $21, $22)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $19, $19, $16, $17, $18, $20, $21, $22, $23)
 ON CONFLICT (name) DO NOTHING`
 	updateTaskSQL = `UPDATE {t}_tasks SET handler = $2, business_id = $3, spec = $4, zone = $5, start_at = $6,
 	end_at = $7, permanent = $8, once = $9, paused = $10, overlap = $11, misfire = $12, timeout = $13,
 	retry_attempts = $14, retry_backoff = $15, catch_up_window = $16, max_runs = $17, jitter = $18,
-	pause_note = $21, paused_until = $22, pause_on_failures = $23, version = version + 1, updated_at = $19
+	pause_note = $21, paused_until = $22, pause_on_failures = $23, calendars = $24, version = version + 1, updated_at = $19
 WHERE name = $1 AND version = $20
 RETURNING version`
 	pauseTaskSQL = `UPDATE {t}_tasks SET paused = $2, pause_note = $4, paused_until = $5, version = version + 1, updated_at = $3
@@ -140,7 +140,7 @@ func (d *Definitions) scan(sc scanner) (Definition, error) {
 		t                        = &def.Task
 		start, end, created, upd dbTime
 		timeout, backoff, window string
-		jitter                   string
+		jitter, cals             string
 		attempts, maxRuns        int64
 		permanent, once, paused  bool
 		until                    dbTime
@@ -148,7 +148,7 @@ func (d *Definitions) scan(sc scanner) (Definition, error) {
 	)
 	err := sc.Scan(&t.Name, &t.Handler, &t.BusinessID, &t.Spec, &t.Zone, &start, &end, &permanent, &once, &paused,
 		&t.Overlap, &t.Misfire, &timeout, &attempts, &backoff, &def.Version, &created, &upd, &window, &maxRuns, &jitter,
-		&t.PauseNote, &until, &pauseOn)
+		&t.PauseNote, &until, &pauseOn, &cals)
 	if err != nil {
 		return Definition{}, err
 	}
@@ -160,6 +160,7 @@ func (d *Definitions) scan(sc scanner) (Definition, error) {
 	}
 	t.Permanent, t.Once, t.Paused = permanent, once, paused
 	t.Retry.Attempts, t.MaxRuns = int(attempts), int(maxRuns)
+	t.Calendars = splitList(cals)
 	for _, f := range [...]struct {
 		column, v string
 		d         *cron.Duration
