@@ -210,6 +210,8 @@ func TestReadOnly(t *testing.T) {
 			{"/jobs/run", "kind=task&name=daily"},
 			{"/jobs/pause", "kind=task&name=daily"},
 			{"/jobs/resume", "kind=job&name=report"},
+			{"/jobs/backfill", "kind=task&name=daily&from=1999-12-28T00:00&to=1999-12-31T00:00"},
+			{"/jobs/cancel-backfill", "kind=task&name=daily"},
 			{"/jobs/run", "kind=job&name=report"},
 			{"/jobs/api/run", "kind=task&name=daily"},
 			{"/jobs/create", "name=x&handler=ok&spec=*+*+*+*+*&permanent=1"},
@@ -338,10 +340,12 @@ func TestUpcomingWithMaxRuns(t *testing.T) {
 		f.getJSON("/jobs/api/task?name=limited", 200, &got)
 		require.Len(t, got.Upcoming, 3)
 		assert.Equal(t, got.Next, got.Upcoming[0])
+		assert.Contains(t, f.get("/jobs/task?name=limited").body, "3 of its runs left")
 		time.Sleep(36 * time.Hour) // two of them passed
 		f.getJSON("/jobs/api/task?name=limited", 200, &got)
 		require.Len(t, got.Upcoming, 1)
 		assert.Equal(t, got.Next, got.Upcoming[0])
+		assert.Contains(t, f.get("/jobs/task?name=limited").body, "1 of its runs left")
 	})
 }
 
@@ -513,5 +517,54 @@ func TestPauseWithANote(t *testing.T) {
 		assert.Equal(t, "quarter end", n.Note)
 		f.getJSON("/jobs/api/job?name=report", 200, &d)
 		assert.Equal(t, "quarter end", d.PauseNote)
+	})
+}
+
+// TestBackfillFromThePage backfills a task from its page: the slots of
+// the range, in the task's zone, run on this replica with Reason Backfill,
+// and its page shows how far it got; a second backfill runs nothing, each
+// slot having a record. A range that does not read, or a job, is refused.
+func TestBackfillFromThePage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil, task("daily"))
+		defer f.stop()
+		synctest.Wait()
+		res := f.post("/jobs/backfill", form("kind", "task", "name", "daily", "from", "1999-12-28T00:00", "to", "1999-12-31T12:00"))
+		require.Equal(t, 303, res.status, res.body)
+		assert.Equal(t, "task?done=backfill&name=daily", res.header.Get("Location"))
+		synctest.Wait()
+		var d struct {
+			jsonDetail
+			Backfill struct {
+				Slots, Done, HadRecord int
+				Running                bool
+				Error                  string
+			} `json:"backfill"`
+		}
+		f.getJSON("/jobs/api/task?name=daily", 200, &d)
+		assert.Equal(t, 4, d.Backfill.Slots, "09:00 on the 28th to the 31st")
+		assert.Equal(t, 4, d.Backfill.Done)
+		assert.Zero(t, d.Backfill.HadRecord)
+		assert.False(t, d.Backfill.Running)
+		var reasons []string
+		for _, r := range d.History {
+			reasons = append(reasons, r.Reason)
+		}
+		assert.Equal(t, []string{"Backfill", "Backfill", "Backfill", "Backfill"}, reasons)
+		page := f.get("/jobs/task?name=daily").body
+		assert.Contains(t, page, "4 of 4 slots handled")
+
+		require.Equal(t, 303, f.post("/jobs/backfill", form("kind", "task", "name", "daily", "from", "1999-12-28T00:00", "to", "1999-12-31T12:00")).status)
+		synctest.Wait()
+		f.getJSON("/jobs/api/task?name=daily", 200, &d)
+		assert.Equal(t, 4, d.Backfill.HadRecord, "every slot had a record")
+		assert.Len(t, d.History, 4)
+
+		res = f.post("/jobs/api/backfill", form("kind", "task", "name", "daily", "from", "yesterday", "to", "1999-12-31T12:00"))
+		assert.Equal(t, 400, res.status)
+		assert.Contains(t, res.body, "start must be a time")
+		res = f.post("/jobs/api/backfill", form("kind", "job", "name", "report", "from", "1999-12-28T00:00", "to", "1999-12-31T12:00"))
+		assert.Equal(t, 400, res.status)
+		require.Equal(t, 303, f.post("/jobs/cancel-backfill", form("kind", "task", "name", "daily")).status)
 	})
 }

@@ -28,7 +28,9 @@ type detail struct {
 	PageSize   int         `json:"pageSize"`
 	More       bool        `json:"more"` // an older page of history exists
 	Warning    string      `json:"warning,omitempty"`
-	Back       string      `json:"-"` // the page's own URL, relative
+	Remaining  *int        `json:"remaining,omitempty"` // the runs its MaxRuns leaves; nil without one
+	Backfill   *backfill   `json:"backfill,omitempty"`  // its latest backfill on this replica`
+	Back       string      `json:"-"`                   // the page's own URL, relative
 	PrevPage   string      `json:"-"`
 	NextPage   string      `json:"-"`
 }
@@ -68,6 +70,13 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 			d.row = h.taskRow(st)
 			t := st.Task
 			d.Definition = &t
+			if t.MaxRuns > 0 {
+				n := st.Remaining
+				d.Remaining = &n
+			}
+			if b := st.Backfill; b != nil {
+				d.Backfill = backfillOf(b, d.loc)
+			}
 			if d.Loaded {
 				s, _ = h.o.Table.Schedule(name) // its calendars' days passed over
 			}
@@ -181,4 +190,27 @@ func loadZone(name string) (*time.Location, error) {
 	}
 	zones.Store(name, loc)
 	return loc, nil
+}
+
+// A backfill is a task's latest backfill on this replica, as its page
+// shows it: its range in the task's zone, the slots handled, and why it
+// ended early, if it did.
+type backfill struct {
+	From      time.Time `json:"from"`
+	To        time.Time `json:"to"`
+	Slots     int       `json:"slots"`
+	Done      int       `json:"done"`
+	HadRecord int       `json:"hadRecord"` // of Done: slots that had a record, and did not run again
+	Running   bool      `json:"running"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// backfillOf returns b as a page shows it, its times in loc.
+func backfillOf(b *cron.BackfillState, loc *time.Location) *backfill {
+	v := &backfill{From: in(b.From, loc), To: in(b.To, loc), Slots: b.Slots, Done: b.Done,
+		HadRecord: b.HadRecord, Running: b.Running}
+	if b.Err != nil {
+		v.Error = b.Err.Error()
+	}
+	return v
 }

@@ -37,7 +37,11 @@
 //	GET  /task?name=&page=      a task's page: its next runs, definition, history page
 //	GET  /job?name=&page=       the page of one of Options.Jobs
 //	GET  /new, /edit?name=      the forms of a definition (Definitions, Authorize)
-//	POST /run, /pause, /resume  kind=task or job, name=; redirect to the page
+//	POST /run, /pause, /resume  kind=task or job, name=; redirect to the page;
+//	                            a pause takes note= and for= (a duration such as 2h)
+//	POST /backfill              kind=task, name=, from=, to= (times in the task's
+//	                            zone): its slots in the range run on this replica
+//	POST /cancel-backfill       kind=task, name=
 //	POST /create, /update       a definition's form, with version= for update
 //	POST /delete                name=, version=
 //	GET  /calendars             the calendars (Calendars): name, zone, days, note
@@ -49,12 +53,14 @@
 // The same data as JSON, for scripts:
 //
 //	GET  /api/tasks?q=&page=    {"query", "page", "pages", "pageSize", "total", "asOf", "items": [row]}
-//	GET  /api/task?name=&page=  row and {"definition", "loaded", "upcoming", "history": [record], "page", "more"}
+//	GET  /api/task?name=&page=  row and {"definition", "loaded", "upcoming", "history": [record], "page", "more",
+//	                            "remaining" (with MaxRuns), "backfill" (the latest on this replica)}
 //	GET  /api/job?name=&page=   the same, for a Job
 //	GET  /api/definition?name=  {"task": cron.Task, "version"}
 //	GET  /api/preview?spec=&zone=&calendars=  {"spec", "zone", "description", "next", "nextText"}, or 422 and "error", "field"
 //	GET  /api/calendars         {"calendars": [cron.Calendar]}
-//	POST /api/run, /api/pause, /api/resume  kind=, name=; {"kind", "name", "done"}
+//	POST /api/run, /api/pause, /api/resume, /api/backfill, /api/cancel-backfill
+//	                            as the forms; {"kind", "name", "done"}
 //	POST /api/create            {"task": cron.Task}; {"kind", "name", "done", "version"}
 //	POST /api/update            {"task": cron.Task, "version": n}; the same
 //	POST /api/delete            name=, version=; {"kind", "name", "done"}
