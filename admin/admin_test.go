@@ -124,7 +124,7 @@ func TestRoutes(t *testing.T) {
 			{"POST", "/jobs/run?kind=task&name=nope", 404, html},
 			{"POST", "/jobs/api/pause?kind=job&name=nope", 404, js},
 			{"POST", "/jobs/api/create", 400, js}, // no body
-			{"POST", "/jobs/delete?name=nope&version=1", 404, html},
+			{"POST", "/jobs/delete?name=nope&version=1&confirm=1", 404, html},
 		} {
 			res := f.do(c.method, c.target, nil)
 			assert.Equal(t, c.status, res.status, "%s %s: %s", c.method, c.target, res.body)
@@ -566,5 +566,45 @@ func TestBackfillFromThePage(t *testing.T) {
 		res = f.post("/jobs/api/backfill", form("kind", "job", "name", "report", "from", "1999-12-28T00:00", "to", "1999-12-31T12:00"))
 		assert.Equal(t, 400, res.status)
 		require.Equal(t, 303, f.post("/jobs/cancel-backfill", form("kind", "task", "name", "daily")).status)
+	})
+}
+
+// TestWhatAPersonReads checks what a browser showed wrong: a failed run's
+// error is on the list, its first line cut with a cue, and whole on the
+// task's page; times read to the second and durations under a
+// millisecond as such; a task's definition shows its times in its zone;
+// the edit form shows the name as text, not as a field that looks
+// editable, and Save is the primary button.
+func TestWhatAPersonReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := task("paris")
+		d.Zone, d.Start, d.Permanent, d.End = "Europe/Paris", time.Date(2000, 1, 5, 8, 30, 0, 0, time.UTC), false, time.Date(2000, 6, 1, 16, 0, 0, 0, time.UTC)
+		f := newFixture(t, nil, d)
+		defer f.stop()
+		msg := strings.Repeat("connection refused ", 10) + "\nat the second line"
+		due := time.Date(1999, 12, 31, 9, 0, 0, 0, time.UTC)
+		rec := schedule.Record{Job: "paris", Due: due, Status: schedule.Running, Node: "n", Attempt: 1,
+			Start: due.Add(1234 * time.Millisecond)}
+		require.NoError(t, f.store.Claim(context.Background(), rec))
+		rec.Status, rec.End, rec.Err = schedule.Failed, rec.Start.Add(300*time.Microsecond), msg
+		require.NoError(t, f.store.Finish(context.Background(), rec))
+
+		list := f.get("/jobs/").body
+		assert.Contains(t, list, `<span class="err">connection refused connection refused`)
+		assert.Contains(t, list, "connec…</span>", "its first line cut at 120 bytes, with a cue")
+		assert.Contains(t, list, `<span class="took">&lt;1ms</span>`)
+		assert.Contains(t, list, "tasks and jobs")
+
+		page := f.get("/jobs/task?name=paris").body
+		assert.Contains(t, page, "at the second line</pre>", "the whole error")
+		assert.Contains(t, page, ">1999-12-31 10:00:01 CET</time>", "to the second, in the task's zone")
+		assert.Contains(t, page, "from <time datetime=\"2000-01-05T08:30:00Z\" title=\"2000-01-05 08:30:00.000 UTC\">2000-01-05 09:30:00 CET</time>")
+		assert.Contains(t, page, "until <time datetime=\"2000-06-01T16:00:00Z\" title=\"2000-06-01 16:00:00.000 UTC\">2000-06-01 18:00:00 CEST</time>")
+
+		form := f.get("/jobs/edit?name=paris").body
+		assert.Contains(t, form, `<p class="fixed-name"><code>paris</code>`)
+		assert.NotContains(t, form, `id="name"`)
+		assert.Contains(t, form, `id="save" class="primary"`)
+		assert.Contains(t, form, `name="confirm" type="checkbox" value="1" required`)
 	})
 }

@@ -375,6 +375,12 @@ func (h *handler) remove(api bool) http.HandlerFunc {
 		}
 		name := r.FormValue("name")
 		version, _ := strconv.ParseInt(r.FormValue("version"), 10, 64)
+		if !api && r.FormValue("confirm") == "" {
+			// The form's box, which a browser without script requires
+			// too: no deletion by a stray click.
+			h.fail(w, r, api, http.StatusBadRequest, "Tick the box that says yes to delete the task.")
+			return
+		}
 		if err := h.o.Definitions.Delete(r.Context(), name, version); err != nil {
 			status, msg := h.refused(r, name, false, version, err, &form{})
 			if status == http.StatusConflict {

@@ -123,10 +123,15 @@ func TestCreateEditDelete(t *testing.T) {
 		assert.Equal(t, int64(4), v)
 
 		// Delete: a stale version is refused, the current one deletes.
-		res = f.post("/jobs/delete", form("name", "shop 1", "version", "3"))
+		res = f.post("/jobs/delete", form("name", "shop 1", "version", "4"))
+		assert.Equal(t, 400, res.status, "the form's box unticked")
+		assert.Contains(t, res.body, "Tick the box that says yes")
+		_, _, err = f.defs.Get(context.Background(), "shop 1")
+		require.NoError(t, err, "not deleted")
+		res = f.post("/jobs/delete", form("name", "shop 1", "version", "3", "confirm", "1"))
 		assert.Equal(t, 409, res.status)
 		assert.Contains(t, res.body, "open it again before you delete it")
-		res = f.post("/jobs/delete", form("name", "shop 1", "version", "4"))
+		res = f.post("/jobs/delete", form("name", "shop 1", "version", "4", "confirm", "1"))
 		require.Equal(t, 303, res.status)
 		assert.Equal(t, "./?done=deleted", res.header.Get("Location"))
 		synctest.Wait()

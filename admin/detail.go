@@ -69,6 +69,8 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 			}
 			d.row = h.taskRow(st)
 			t := st.Task
+			// Its times in its zone, as the page's others are.
+			t.Start, t.End, t.Created, t.PausedUntil = in(t.Start, d.loc), in(t.End, d.loc), in(t.Created, d.loc), in(t.PausedUntil, d.loc)
 			d.Definition = &t
 			if t.MaxRuns > 0 {
 				n := st.Remaining

@@ -64,7 +64,7 @@ func TestListPages(t *testing.T) {
 		assert.Contains(t, page.body, `href="./?q=shop" rel="prev"`)
 		assert.Contains(t, page.body, `href="./?page=3&amp;q=shop" rel="next"`)
 		assert.Contains(t, page.body, `name="back" value="page=2&amp;q=shop"`)
-		assert.Contains(t, page.body, "120 jobs named like “shop”, page 2 of 3")
+		assert.Contains(t, page.body, "120 tasks and jobs named like “shop”, page 2 of 3")
 		assert.Contains(t, f.get("/jobs/?q=zzz").body, "No job is named like “zzz”.")
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -27,6 +28,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"iso":        iso,
 	"ago":        ago,
 	"took":       took,
+	"clip":       clipError,
 	"lower":      strings.ToLower,
 	"version":    func() string { return assetVersion },
 	"statusText": http.StatusText,
@@ -204,15 +206,31 @@ func in(t time.Time, loc *time.Location) time.Time {
 	return t.In(loc)
 }
 
-// local formats t, a time in its job's zone, as a page shows it.
+// local formats t, a time in its job's zone, as a page shows it: to the
+// second, which a person reads; its title (utc) has the milliseconds.
 func local(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	if t.Nanosecond() != 0 {
-		return t.Format("2006-01-02 15:04:05.000 MST")
-	}
 	return t.Format("2006-01-02 15:04:05 MST")
+}
+
+// clipError returns an error's first line, cut to 120 bytes at a rune's
+// start, with "…" if anything was left out: what a list shows of it.
+func clipError(s string) string {
+	const most = 120
+	line, _, more := strings.Cut(s, "\n")
+	if len(line) > most {
+		i := most
+		for i > 0 && !utf8.RuneStart(line[i]) {
+			i--
+		}
+		line, more = line[:i], true
+	}
+	if more {
+		line += "…"
+	}
+	return line
 }
 
 // utc formats t in UTC, for the title of a time on a page.
@@ -249,11 +267,11 @@ func short(d time.Duration) string {
 	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
 }
 
-// took formats the duration of a run: "1.5s", "320ms".
+// took formats the duration of a run: "1.5s", "320ms", "<1ms".
 func took(d time.Duration) string {
 	switch {
 	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
+		return "<1ms"
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()
 	case d < time.Minute:
