@@ -69,6 +69,18 @@ type AgainStore interface {
 	ClaimAgain(ctx context.Context, r Record, c Concurrency, before time.Time) (Record, error)
 }
 
+// innermost returns the store s wraps (unwrapped), all the way in, or s:
+// the one a user gave, for an error to name.
+func innermost(s Store) Store {
+	for {
+		u, ok := s.(unwrapped)
+		if !ok {
+			return s
+		}
+		s = u.Unwrap()
+	}
+}
+
 // claimAgain claims again the slot of p, a Backfill's that has a record,
 // if the Backfill runs again the slots that have one (RunAgain), setting
 // p.run.Attempt; it returns ErrClaimed otherwise, and the store's answer

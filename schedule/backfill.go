@@ -109,7 +109,7 @@ func (j *Job) Backfill(ctx context.Context, from, to time.Time, opts ...Backfill
 	}
 	if _, ok := j.cfg.store.(AgainStore); o.again && !ok {
 		return prog, fmt.Errorf("schedule: Backfill of job %q with RunAgain: its Store, %T, is not an AgainStore: it cannot claim a slot again",
-			j.name, j.cfg.store)
+			j.name, innermost(j.cfg.store))
 	}
 	if p, ok := ctx.Value(runKey{}).(*Job); ok && p == j {
 		return prog, fmt.Errorf("schedule: Backfill of job %q from its own run: it would wait for itself", j.name)
