@@ -29,7 +29,9 @@ func (f backfillFunc) apply(o *backfillOptions) { f(o) }
 // ended after the Backfill was called: of several Backfills with RunAgain
 // of one range on replicas sharing a store, called before its run ended,
 // only one runs it again, whichever comes first. A slot with no record
-// runs as without RunAgain.
+// runs as without RunAgain. A slot run again has the retries (WithRetry)
+// its Attempt leaves, as a Recovered run does: one that used them all runs
+// once more, without a retry.
 //
 // The job's Store must be an AgainStore (MemoryStore and
 // schedule/sqlstore's Store are): on any other, Backfill returns an error
