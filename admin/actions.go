@@ -18,7 +18,8 @@ import (
 // answered with a redirect to the page it came from, or, if api, a
 // script's, answered with JSON. A backfill, of a task only, runs the
 // slots from= to= (times in the task's zone) on this replica, in the
-// background (cron.Table.Backfill).
+// background (cron.Table.Backfill), and with again= set runs again those
+// that have a finished record (schedule.RunAgain).
 func (h *handler) action(verb string, api bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		kind, name := r.FormValue("kind"), r.FormValue("name")
@@ -52,7 +53,11 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 					h.fail(w, r, api, http.StatusBadRequest, msg)
 					return
 				}
-				err = t.Backfill(name, from, to)
+				var opts []schedule.BackfillOption
+				if r.FormValue("again") != "" { // a checkbox: set, whatever its value
+					opts = append(opts, schedule.RunAgain())
+				}
+				err = t.Backfill(name, from, to, opts...)
 			case "cancel-backfill":
 				err = t.CancelBackfill(name)
 			}

@@ -536,9 +536,9 @@ func TestBackfillFromThePage(t *testing.T) {
 		var d struct {
 			jsonDetail
 			Backfill struct {
-				Slots, Done, HadRecord int
-				Running                bool
-				Error                  string
+				Slots, Done, HadRecord, RanAgain int
+				Running                          bool
+				Error                            string
 			} `json:"backfill"`
 		}
 		f.getJSON("/jobs/api/task?name=daily", 200, &d)
@@ -558,7 +558,26 @@ func TestBackfillFromThePage(t *testing.T) {
 		synctest.Wait()
 		f.getJSON("/jobs/api/task?name=daily", 200, &d)
 		assert.Equal(t, 4, d.Backfill.HadRecord, "every slot had a record")
+		assert.Zero(t, d.Backfill.RanAgain)
 		assert.Len(t, d.History, 4)
+		page = f.get("/jobs/task?name=daily").body
+		assert.Contains(t, page, `name="again" type="checkbox"`)
+		assert.Contains(t, page, "Run again the slots that have a record")
+
+		// Asked to, it runs them again, each at its second attempt.
+		time.Sleep(time.Second) // after their runs ended
+		require.Equal(t, 303, f.post("/jobs/backfill", form("kind", "task", "name", "daily", "from", "1999-12-28T00:00",
+			"to", "1999-12-31T12:00", "again", "1")).status)
+		synctest.Wait()
+		f.getJSON("/jobs/api/task?name=daily", 200, &d)
+		assert.Equal(t, 4, d.Backfill.RanAgain)
+		assert.Zero(t, d.Backfill.HadRecord)
+		require.Len(t, d.History, 4)
+		for _, r := range d.History {
+			assert.Equal(t, "Backfill", r.Reason)
+			assert.Equal(t, 2, r.Attempt)
+		}
+		assert.Contains(t, f.get("/jobs/task?name=daily").body, "4 of them ran again")
 
 		res = f.post("/jobs/api/backfill", form("kind", "task", "name", "daily", "from", "yesterday", "to", "1999-12-31T12:00"))
 		assert.Equal(t, 400, res.status)

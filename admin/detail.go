@@ -203,6 +203,7 @@ type backfill struct {
 	Slots     int       `json:"slots"`
 	Done      int       `json:"done"`
 	HadRecord int       `json:"hadRecord"` // of Done: slots that had a record, and did not run again
+	RanAgain  int       `json:"ranAgain"`  // of Done: slots that had a finished record, and ran again
 	Running   bool      `json:"running"`
 	Error     string    `json:"error,omitempty"`
 }
@@ -210,7 +211,7 @@ type backfill struct {
 // backfillOf returns b as a page shows it, its times in loc.
 func backfillOf(b *cron.BackfillState, loc *time.Location) *backfill {
 	v := &backfill{From: in(b.From, loc), To: in(b.To, loc), Slots: b.Slots, Done: b.Done,
-		HadRecord: b.HadRecord, Running: b.Running}
+		HadRecord: b.HadRecord, RanAgain: b.RanAgain, Running: b.Running}
 	if b.Err != nil {
 		v.Error = b.Err.Error()
 	}

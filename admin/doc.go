@@ -40,7 +40,8 @@
 //	POST /run, /pause, /resume  kind=task or job, name=; redirect to the page;
 //	                            a pause takes note= and for= (a duration such as 2h)
 //	POST /backfill              kind=task, name=, from=, to= (times in the task's
-//	                            zone): its slots in the range run on this replica
+//	                            zone): its slots in the range run on this replica;
+//	                            with again= set, those with a record run again too
 //	POST /cancel-backfill       kind=task, name=
 //	POST /create, /update       a definition's form, with version= for update
 //	POST /delete                name=, version=

@@ -34,9 +34,11 @@ type fill struct {
 
 // Backfill runs every slot of the task name's schedule in [from, to),
 // oldest first, one at a time, with Reason schedule.Backfill, in the
-// background (schedule.Job.Backfill): each slot is claimed in the Table's
-// Store, so that a slot that has a record, of an earlier run or of another
-// Table's, does not run again; a slot waits until the task's overlap
+// background (schedule.Job.Backfill, given opts): each slot is claimed in
+// the Table's Store, so that a slot that has a record, of an earlier run
+// or of another Table's, does not run again, unless opts hold
+// schedule.RunAgain (its finished records run again: see RunAgain, and
+// BackfillProgress.RanAgain); a slot waits until the task's overlap
 // policy would start it at once, and then runs under it. Slots after the
 // call are left to the schedule. Across a daylight-saving change the
 // slots are the schedule's: the fall-back hour's slot runs once.
@@ -48,9 +50,10 @@ type fill struct {
 // (ErrTableStopped), the task has a backfill under way (wrapping
 // schedule.ErrBackfilling), from or to is zero, from is after to, or the
 // range holds more than schedule.MaxBackfill slots (wrapping
-// schedule.ErrBackfillTooLong). A backfill ends, with its Err set, if the
+// schedule.ErrBackfillTooLong), or opts hold RunAgain and the Table's
+// Store is not a schedule.AgainStore. A backfill ends, with its Err set, if the
 // task is paused, its definition changed by an Apply, or t stopped.
-func (t *Table) Backfill(name string, from, to time.Time) error {
+func (t *Table) Backfill(name string, from, to time.Time, opts ...schedule.BackfillOption) error {
 	t.mu.Lock()
 	e, stopped := t.tasks[name], t.stopped
 	held := e != nil && e.held
@@ -72,7 +75,7 @@ func (t *Table) Backfill(name string, from, to time.Time) error {
 	// A done context checks the range and the job without running a slot.
 	check, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.job.Backfill(check, from, to); !errors.Is(err, context.Canceled) {
+	if _, err := e.job.Backfill(check, from, to, opts...); !errors.Is(err, context.Canceled) {
 		if err == nil {
 			return nil // no slot in the range
 		}
@@ -101,7 +104,7 @@ func (t *Table) Backfill(name string, from, to time.Time) error {
 	go func() {
 		defer t.bg.Done()
 		defer cancel()
-		p, err := e.job.Backfill(ctx, from, to)
+		p, err := e.job.Backfill(ctx, from, to, opts...)
 		t.mu.Lock()
 		f.state = BackfillState{BackfillProgress: p, Err: err}
 		t.mu.Unlock()

@@ -72,6 +72,13 @@ func TestTableBackfillAcrossFallBack(t *testing.T) {
 		s = backfillOf(t, tab, "daily")
 		assert.Equal(t, 3, s.HadRecord, "each slot has its record")
 		assert.Len(t, l.of("daily"), 3)
+
+		// Asked to, it runs them again.
+		require.NoError(t, tab.Backfill("daily", from, to, schedule.RunAgain()))
+		time.Sleep(time.Minute)
+		s = backfillOf(t, tab, "daily")
+		assert.Equal(t, cron.BackfillState{BackfillProgress: schedule.BackfillProgress{From: from, To: to, Slots: 3, Done: 3, RanAgain: 3}}, *s)
+		assert.Len(t, l.of("daily"), 6)
 		require.NoError(t, tab.Stop(context.Background()))
 	})
 }

@@ -19,10 +19,14 @@ import (
 // starts only once that one has stopped: a slot that fell due meanwhile
 // was neither's, and is owed. On a schedule.SharedStore, the time is
 // recorded there, and the earliest recorded taken, so that it survives a
-// restart. The result is a SharedStore if t.store is one.
+// restart. The result is a SharedStore if t.store is one, and an
+// AgainStore if it is one.
 func handover(t *Table) schedule.Store {
 	h := handoverStore{Store: t.store, t: t}
 	if ss, ok := t.store.(schedule.SharedStore); ok {
+		if as, ok := ss.(schedule.AgainStore); ok {
+			return handoverAgainStore{handoverSharedStore{h, ss}, as}
+		}
 		return handoverSharedStore{h, ss}
 	}
 	return h
@@ -126,6 +130,19 @@ func (s handoverSharedStore) SinceOf(ctx context.Context, jobs map[string]time.T
 }
 
 var _ schedule.SharedStore = handoverSharedStore{}
+
+// handoverAgainStore is the handover of an AgainStore: a backfill of a
+// task may run its slots again (schedule.RunAgain).
+type handoverAgainStore struct {
+	handoverSharedStore
+	again schedule.AgainStore
+}
+
+func (s handoverAgainStore) ClaimAgain(ctx context.Context, r schedule.Record, c schedule.Concurrency, before time.Time) (schedule.Record, error) {
+	return s.again.ClaimAgain(ctx, r, c, before)
+}
+
+var _ schedule.AgainStore = handoverAgainStore{}
 
 // LastOf reads the last records of many jobs in one call if the Store can,
 // and one by one if not, with the handover's record for those that have

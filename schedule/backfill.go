@@ -32,8 +32,12 @@ type BackfillProgress struct {
 	// due replaced it before it started).
 	Done int
 	// HadRecord counts the slots of Done that had a record already: an
-	// earlier run, this node's or another's.
+	// earlier run, this node's or another's; with RunAgain, those not run
+	// again.
 	HadRecord int
+	// RanAgain counts the slots of Done that had a finished record and
+	// ran again (RunAgain).
+	RanAgain int
 	// Running is the slot handed to the job and not ended yet, or zero.
 	Running time.Time
 }
@@ -42,8 +46,8 @@ type BackfillProgress struct {
 // first, one at a time, with Reason Backfill, and returns once the last
 // has ended. Each slot is claimed in the job's Store as a Scheduled one
 // is: a slot that has a record, of an earlier run or of a replica's, is
-// not run again, and two Backfills of one range on replicas sharing a
-// store run each slot once. A Store may refuse a claim older than the
+// not run again (unless RunAgain says so), and two Backfills of one range
+// on replicas sharing a store run each slot once. A Store may refuse a claim older than the
 // history it keeps as if the slot had a record, since it cannot tell: a
 // MemoryStore once it holds its keep records, schedule/sqlstore at or
 // before the newest record it pruned (its WithHistory keeps 3 by
@@ -63,10 +67,13 @@ type BackfillProgress struct {
 // Its run has the job's timeout, retries, lease and Observer; it starts at
 // once, without WithJitter's delay.
 //
+// With RunAgain, a slot whose record is finished runs again; see RunAgain.
+//
 // Backfill returns the progress it made, and nil once every slot was
 // handled. It returns an error, and runs no slot, if from or to is zero,
 // from is after to, the range holds more than MaxBackfill slots
-// (ErrBackfillTooLong), the job has no Store, has not started, is stopped
+// (ErrBackfillTooLong), the job has no Store (or, with RunAgain, one that
+// is not an AgainStore), has not started, is stopped
 // (ErrStopped), is paused (ErrPaused) or has a Backfill under way
 // (ErrBackfilling); after those checks, with ctx.Err() if ctx is done
 // (so that a done ctx checks a range without running it). It stops, handing no further slot, and returns an
@@ -79,7 +86,15 @@ type BackfillProgress struct {
 // Backfill must not be called from the job's Func or Observer: it would
 // wait for itself. From the Func with its context (or one made from it)
 // it returns an error at once.
-func (j *Job) Backfill(ctx context.Context, from, to time.Time) (BackfillProgress, error) {
+func (j *Job) Backfill(ctx context.Context, from, to time.Time, opts ...BackfillOption) (BackfillProgress, error) {
+	now := time.Now().Round(0) // the call: RunAgain runs again the slots whose run ended before it
+	var o backfillOptions
+	for _, opt := range opts {
+		if opt == nil {
+			panic("schedule: nil BackfillOption")
+		}
+		opt.apply(&o)
+	}
 	from, to = from.Round(0), to.Round(0)
 	prog := BackfillProgress{From: from, To: to}
 	switch {
@@ -92,10 +107,13 @@ func (j *Job) Backfill(ctx context.Context, from, to time.Time) (BackfillProgres
 	case j.cfg.store == nil:
 		return prog, fmt.Errorf("schedule: Backfill of job %q: the job has no Store to claim its slots in", j.name)
 	}
+	if _, ok := j.cfg.store.(AgainStore); o.again && !ok {
+		return prog, fmt.Errorf("schedule: Backfill of job %q with RunAgain: its Store, %T, is not an AgainStore: it cannot claim a slot again",
+			j.name, innermost(j.cfg.store))
+	}
 	if p, ok := ctx.Value(runKey{}).(*Job); ok && p == j {
 		return prog, fmt.Errorf("schedule: Backfill of job %q from its own run: it would wait for itself", j.name)
 	}
-	now := time.Now().Round(0)
 	j.mu.Lock()
 	sched := j.sched
 	err := j.backfillRefusal()
@@ -124,7 +142,7 @@ func (j *Job) Backfill(ctx context.Context, from, to time.Time) (BackfillProgres
 	if err := ctx.Err(); err != nil {
 		return prog, err
 	}
-	f := &backfill{prog: prog, wake: make(chan struct{}, 1)}
+	f := &backfill{prog: prog, opts: o, called: now, wake: make(chan struct{}, 1)}
 	j.mu.Lock()
 	if err := j.backfillRefusal(); err != nil {
 		j.mu.Unlock()
@@ -186,10 +204,13 @@ func (j *Job) liveRefusal() error {
 // of its slot in it, all under the job's lock, except wake, on which they
 // send without blocking and Backfill receives.
 type backfill struct {
-	prog BackfillProgress
-	had  bool          // the slot Running found a record: it did not run
-	err  error         // why the slot Running did not run: its claim failed, it was dropped
-	wake chan struct{} // one token: look at the job again
+	prog   BackfillProgress
+	opts   backfillOptions // as Backfill was given them; read only
+	called time.Time       // when Backfill was called; read only
+	had    bool            // the slot Running found a record: it did not run
+	again  bool            // the slot Running had a finished record, and was claimed again (RunAgain)
+	err    error           // why the slot Running did not run: its claim failed, it was dropped
+	wake   chan struct{}   // one token: look at the job again
 }
 
 // hand hands the slot t to the job once it would start it at once, and
@@ -219,6 +240,9 @@ func (j *Job) hand(ctx context.Context, f *backfill, t time.Time) error {
 				if f.had {
 					f.prog.HadRecord++
 				}
+				if f.again {
+					f.prog.RanAgain++
+				}
 			}
 			j.mu.Unlock()
 			return err
@@ -230,7 +254,7 @@ func (j *Job) hand(ctx context.Context, f *backfill, t time.Time) error {
 			j.mu.Unlock()
 			return err
 		case j.idleLocked(x) && !x.claiming:
-			f.prog.Running, f.had, f.err = t, false, nil
+			f.prog.Running, f.had, f.again, f.err = t, false, false, nil
 			handed = true
 			obs = j.submitLocked([]pending{{run: Run{Job: j.name, Due: t, Reason: Backfill}}}, nil)
 			j.tellLocked(obs)

@@ -175,8 +175,11 @@ func (j *Job) claim(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 	} else {
 		err = j.claimIn(ctx, cancel, x.store, p)
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		p.run.Attempt = 1
+	case p.run.Reason == Backfill && errors.Is(err, ErrClaimed):
+		err = j.claimAgain(ctx, cancel, x, p)
 	}
 	return err
 }

@@ -67,9 +67,10 @@ type Record struct {
 	Node   string
 	Err    string
 	// Attempt counts the attempts at the slot: 1 for the first claim, one
-	// more for each retry (WithRetry) and each time a SharedStore hands a
-	// claim over to another node. It is 0 on the records of slots that did
-	// not run (Skipped, Missed).
+	// more for each retry (WithRetry), each time a SharedStore hands a
+	// claim over to another node, and each time a Backfill runs the slot
+	// again (RunAgain). It is 0 on the records of slots that did not run
+	// (Skipped, Missed).
 	Attempt int
 	// Planned is when the run was meant to start, if later than Due: the
 	// due time of a Scheduled or CatchUp slot plus its jitter (WithJitter,

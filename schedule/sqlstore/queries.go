@@ -19,6 +19,7 @@ type queries struct {
 	closeAsked, lockJob, lockJobRow string
 	takeable, release               string
 	heartbeat, nodes, forgetNodes   string
+	again, againable, unlane        string
 }
 
 // keptStreak is how many of the records that are not Succeeded, after a
@@ -188,6 +189,9 @@ func (qs queries) build() queries {
 		heartbeat:   q(heartbeatSQL),
 		nodes:       q(nodesSQL),
 		forgetNodes: q(forgetNodesSQL),
+		again:       q(againSQL),
+		againable:   q(againableSQL),
+		unlane:      q(unlaneJobSQL),
 	}
 }
 
