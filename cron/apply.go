@@ -218,8 +218,9 @@ func (t *Table) apply(ctx context.Context, defs []Task, cals *[]Calendar, fromSo
 			t.bg.Add(1)
 		}
 	}
-	t.refuseLocked(refused)
+	newly := t.refuseLocked(refused)
 	t.mu.Unlock()
+	t.logRefused(newly)
 
 	// A Scheduler that refuses timers (a stopped wheel.Wheel) makes
 	// SetSchedule, Resume and Start panic. The Apply is carried out all
@@ -282,6 +283,7 @@ func (t *Table) apply(ctx context.Context, defs []Task, cals *[]Calendar, fromSo
 		defer refuse()
 		started = schedule.StartAll(ctx, jobs...)
 	}()
+	var unstarted []refusal // the tasks whose jobs could not start
 	for _, err := range unjoin(started) {
 		var se *schedule.StartError
 		if !errors.As(err, &se) {
@@ -313,10 +315,12 @@ func (t *Table) apply(ctx context.Context, defs []Task, cals *[]Calendar, fromSo
 				}
 				t.refused[name] = refusal{e.c.Load().task(name), terr}
 				t.renamedLocked()
+				unstarted = append(unstarted, t.refused[name])
 			}
 		}
 		t.mu.Unlock()
 	}
+	t.logRefused(unstarted)
 	return ch, errors.Join(errs...)
 }
 
@@ -367,9 +371,11 @@ type refusal struct {
 	err  error
 }
 
-// refuseLocked makes refused the definitions the latest Apply refused.
-// The caller holds t.mu.
-func (t *Table) refuseLocked(refused map[string]refusal) {
+// refuseLocked makes refused the definitions the latest Apply refused,
+// and returns those that were not refused for the same reason before, to
+// log. The caller holds t.mu.
+func (t *Table) refuseLocked(refused map[string]refusal) []refusal {
+	fresh := t.freshRefusalsLocked(refused)
 	if len(refused) == 0 {
 		refused = nil
 	}
@@ -386,4 +392,5 @@ func (t *Table) refuseLocked(refused map[string]refusal) {
 		}
 	}
 	t.refused = refused
+	return fresh
 }

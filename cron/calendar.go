@@ -414,10 +414,12 @@ func (t *Table) SetCalendars(cals ...Calendar) (Changes, error) {
 		moves = append(moves, e)
 		ch.Changed = append(ch.Changed, name)
 	}
+	var fresh []refusal
 	if refused != nil {
-		t.refuseLocked(refused)
+		fresh = t.refuseLocked(refused)
 	}
 	t.mu.Unlock()
+	t.logRefused(fresh)
 	slices.Sort(ch.Changed)
 	var panicked any
 	for _, e := range moves {

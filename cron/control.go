@@ -289,8 +289,11 @@ func (t *Table) pausedItself(j *schedule.Job, note schedule.PauseNote) {
 	if f == nil {
 		return
 	}
-	if err := f.src.SetPaused(f.ctx, name, true, note); err != nil && f.ctx.Err() == nil && f.onErr != nil {
-		f.onErr(fmt.Errorf("cron: pausing task %q after its failures: %w", clip(name), err))
+	if err := f.src.SetPaused(f.ctx, name, true, note); err != nil && f.ctx.Err() == nil {
+		t.logPauseNotKept(name, err)
+		if f.onErr != nil {
+			f.onErr(fmt.Errorf("cron: pausing task %q after its failures: %w", clip(name), err))
+		}
 	}
 	f.trig.Fire()
 }

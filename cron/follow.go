@@ -161,6 +161,7 @@ type follower struct {
 	// version is that of the set applied last. Follow writes it before
 	// it makes trig, and only look, one run at a time, after.
 	version int64
+	outage  sourceOutage // the looks' failures to read the Source; only look uses it
 }
 
 // look is the Func of f's Trigger: it applies the Source's definitions if
@@ -183,16 +184,24 @@ func (f *follower) look(ctx context.Context) (time.Duration, bool) {
 func (f *follower) sync(ctx context.Context) (err error) {
 	v, err := f.src.Version(ctx)
 	if err != nil {
+		if ctx.Err() == nil {
+			f.failed(err)
+		}
 		return fmt.Errorf("cron: following the source: reading its version: %w", err)
 	}
 	if v == f.version {
+		f.answered()
 		return nil
 	}
 	epoch := f.t.epoch()
 	defs, cals, v, err := read(ctx, f.src)
 	if err != nil {
+		if ctx.Err() == nil {
+			f.failed(err)
+		}
 		return fmt.Errorf("cron: following the source: reading its definitions: %w", err)
 	}
+	f.answered()
 	defer func() {
 		// A Scheduler that refuses timers (a stopped wheel.Wheel) makes
 		// Apply panic once it has carried out the change.

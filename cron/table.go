@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,7 @@ type Table struct {
 	flying   *tracker       // the runs in flight of every job, by name
 	hand     schedule.Store // store, as the jobs see it (handover)
 	jobOpts  []schedule.Option
+	log      *slog.Logger // WithLogger's, nil for slog.Default()
 
 	specs  sync.Map     // the Schedules of the specs read, by specKey: a spec the tasks share is read once
 	nspecs atomic.Int64 // specs read

@@ -184,9 +184,12 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 	if !live || gap.IsZero() {
 		return 0, false
 	}
-	retry := func() (time.Duration, bool) {
+	retry := func(err error) (time.Duration, bool) {
 		if ctx.Err() != nil {
 			return 0, false
+		}
+		if err != nil {
+			j.storeFailed(x.store, err)
 		}
 		pause = min(max(2*pause, firstStartRetry), maxStartRetry)
 		j.mu.Lock()
@@ -199,15 +202,16 @@ func (j *Job) recoverStart(ctx context.Context) (time.Duration, bool) {
 		base := j.sinceBase(gap)
 		got, err := j.cfg.shared.Since(ctx, j.name, base)
 		if err != nil || got.IsZero() {
-			return retry()
+			return retry(err)
 		}
 		counted = minTime(base, got)
 		sched = First(f.s, counted, f.n)
 	}
 	last, err := j.lastBefore(ctx, x.store, sched, gap, time.Now())
 	if err != nil {
-		return retry()
+		return retry(err)
 	}
+	j.storeAnswered(x.store)
 	if !counted.IsZero() {
 		return j.endHold(r, gap, counted, last)
 	}

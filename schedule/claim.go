@@ -52,6 +52,7 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 			return false, true
 		}
 		err := j.claim(ctx, cancel, x, p)
+		j.heard(ctx, x.store, err)
 		if wait > 0 && !errors.Is(err, ErrBusy) {
 			j.waiting(x, p, false)
 		}

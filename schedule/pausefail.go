@@ -93,6 +93,7 @@ func (j *Job) counted(x *active, p *pending, status Status, msg string) {
 	if !j.pause(true, []PauseOption{Because(note)}) {
 		return // paused or stopped meanwhile: that pause, and its note, stand
 	}
+	j.logPaused(p.run, count)
 	if f := j.cfg.pausedBy; f != nil {
 		if got, ok := j.PauseNote(); ok {
 			f(j, got)

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -344,6 +345,9 @@ func (j *Job) takeOver(x *active) {
 		}
 		obs := j.submitHeldLocked(held)
 		j.mu.Unlock()
+		if spawned {
+			j.cfg.logRun(slog.LevelWarn, msgTakenOver, rec, nil)
+		}
 		j.observe(obs)
 		if err != nil {
 			return

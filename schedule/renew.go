@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ import (
 // one gives up, while another node may take its slot over.
 type renewal struct {
 	t      *circulation.Trigger // calls Renew
+	cfg    *config              // the job's: its logger
 	lease  time.Duration
 	cancel context.CancelCauseFunc // the run's
 	gone   context.Context         // done once the lease is given up
@@ -53,7 +55,7 @@ func (j *Job) renew(ls SharedStore, p *pending, cancel context.CancelCauseFunc) 
 	if h := p.claim; h != nil {
 		since = h.since
 	}
-	r := &renewal{lease: ls.Lease(), cancel: cancel, rec: j.claimed(p), deadline: since.Add(ls.Lease())}
+	r := &renewal{cfg: j.cfg, lease: ls.Lease(), cancel: cancel, rec: j.claimed(p), deadline: since.Add(ls.Lease())}
 	r.gone, r.giveUp = context.WithCancel(context.Background())
 	r.t = circulation.Bind(nil, func(rctx context.Context) (time.Duration, bool) {
 		return r.tick(rctx, ls)
@@ -110,6 +112,7 @@ func (r *renewal) tick(rctx context.Context, ls SharedStore) (time.Duration, boo
 		return r.lease / 3, true
 	case errors.Is(err, ErrLeaseLost):
 		r.cancel(ErrLeaseLost)
+		r.cfg.logRun(slog.LevelWarn, msgLeaseLost, rec, ErrLeaseLost)
 		return 0, false
 	}
 	r.mu.Lock()
@@ -178,8 +181,10 @@ func (r *renewal) expired(deadline time.Time) {
 	case r.last != nil:
 		cause = fmt.Errorf("%w: %w", cause, r.last)
 	}
+	rec := r.rec
 	r.mu.Unlock()
 	r.expire(cause)
+	r.cfg.logRun(slog.LevelWarn, msgLeaseLost, rec, cause)
 }
 
 // expire gives the lease up: the run is cancelled with cause, and no

@@ -97,6 +97,7 @@ func (j *Job) start(ctx context.Context, read *lastRead) error {
 			return abort(ctx.Err())
 		default:
 			outage = true
+			j.storeFailed(s, err)
 		}
 	}
 	// WithMaxRuns: the time the job's slots are counted from. A

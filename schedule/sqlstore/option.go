@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -17,6 +18,7 @@ type options struct {
 	handlers  map[string]bool // WithHandlers': the handlers a definition may name; nil for any
 	node      string          // WithNode's
 	race      bool            // WithSharing(false)
+	log       *slog.Logger    // WithLogger's, nil for slog.Default()
 }
 
 func defaultOptions() options {

@@ -10,7 +10,8 @@ import (
 // the result of each of its requests. A batch of one request sends the
 // statement of a single call, as a Store did before batching: a lone call
 // costs no more. Each statement is bounded by a lease, from the moment it
-// is sent: waiting in the queue does not count.
+// is sent: waiting in the queue does not count. A statement that takes
+// more than a quarter of a lease is logged (slowStatement).
 func (s *Store) send(bt *batch) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.lease)
 	defer cancel()
@@ -32,6 +33,9 @@ func (s *Store) send(bt *batch) {
 		err = s.sendRenewals(ctx, bt.reqs)
 	case opPrune:
 		err = s.sendPrune(ctx, bt.reqs)
+	}
+	if took := time.Since(sent); took > s.opts.lease/4 {
+		s.slowStatement(bt, took, err)
 	}
 	if err != nil {
 		for _, r := range bt.reqs {

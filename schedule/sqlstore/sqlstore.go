@@ -98,6 +98,7 @@ type Store struct {
 	limit    *schedule.RunLimit
 	bq       batchQueries
 	stats    counters
+	slow     slowLog // the lines of slow statements, one a minute at most
 	defs     *Definitions
 	members  atomic.Pointer[members] // the live nodes at the latest heartbeat
 	beats    atomic.Uint64           // heartbeats sent
