@@ -107,7 +107,8 @@ type handler struct {
 	mux     *http.ServeMux
 	methods map[string][]string // the methods of each path the mux serves
 	jobs    map[string]*jobInfo
-	snaps   snapshots
+	gen     atomic.Uint64 // raised by each write: the caches' values read before are stale
+	snaps   cache[snapshot]
 	descs   sync.Map     // the descriptions of the specs shown, by spec and zone
 	ndescs  atomic.Int64 // descriptions made
 }
@@ -170,7 +171,8 @@ func New(opts Options) http.Handler {
 		}
 		ji.spec, ji.sched, ji.loc = spec, s, zoneOf(spec, "", o.Location)
 	}
-	h.snaps.h = h
+	h.snaps = cache[snapshot]{age: o.SnapshotAge, read: h.read, gen: &h.gen,
+		fail: func(err error) *snapshot { return &snapshot{at: time.Now(), warning: err.Error()} }}
 	h.routes()
 	return h
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/circulation-go/circulation/cron"
@@ -26,7 +27,6 @@ const (
 // pages and searches. The rows of a page are read when it is served.
 type snapshot struct {
 	at      time.Time
-	gen     uint64   // snapshots.gen when the reading began
 	tasks   []string // the Table's names, as read
 	entries []entry
 	warning string // why there is no snapshot
@@ -40,28 +40,32 @@ type entry struct {
 	job   *jobInfo // kindJob's
 }
 
-// snapshots hands out the latest snapshot, reading the names again once it
-// is older than SnapshotAge, or a write made it stale. One request reads
-// at a time; the others meanwhile take the previous snapshot, unless a
-// write made it stale, and then wait for the new one.
-type snapshots struct {
-	h *handler
+// A cache hands out the latest value its read returned, reading it again
+// once it is older than age, or a write made it stale. One request reads
+// at a time; the others meanwhile take the previous value, unless a write
+// made it stale, and then wait for the new one. The handler has two: the
+// names the list pages (snaps), and the overview's census.
+type cache[T any] struct {
+	age  time.Duration                         // set by New; a read per request if negative
+	read func(ctx context.Context, prev *T) *T // set by New; prev is nil at first
+	fail func(err error) *T                    // set by New: the value for a request that gave up waiting
+	gen  *atomic.Uint64                        // set by New, shared by the handler's caches: raised by each write
 
 	mu       sync.Mutex
-	cur      *snapshot
-	gen      uint64        // raised by each write, which makes every snapshot read before stale
+	cur      *T
+	at       time.Time     // when the reading of cur began
+	curGen   uint64        // gen when the reading of cur began
 	building chan struct{} // closed when the reading under way ends; nil if none
 }
 
-// get returns a snapshot no older than SnapshotAge, or the previous one
-// while another request reads a new one.
-func (s *snapshots) get(ctx context.Context) *snapshot {
-	age := s.h.o.SnapshotAge
+// get returns a value no older than age, or the previous one while
+// another request reads a new one.
+func (s *cache[T]) get(ctx context.Context) *T {
 	for {
 		s.mu.Lock()
 		cur := s.cur
-		fresh := cur != nil && cur.gen == s.gen
-		if fresh && age > 0 && time.Since(cur.at) < age {
+		fresh := cur != nil && s.curGen == s.gen.Load()
+		if fresh && s.age > 0 && time.Since(s.at) < s.age {
 			s.mu.Unlock()
 			return cur
 		}
@@ -77,34 +81,32 @@ func (s *snapshots) get(ctx context.Context) *snapshot {
 				if cur != nil {
 					return cur
 				}
-				return &snapshot{at: time.Now(), warning: ctx.Err().Error()}
+				return s.fail(ctx.Err())
 			}
 		}
 		ch := make(chan struct{})
 		s.building = ch
-		gen := s.gen
+		gen, at := s.gen.Load(), time.Now()
 		s.mu.Unlock()
 
-		snap := s.h.read(cur)
-		snap.gen = gen
+		v := s.read(ctx, cur)
 		s.mu.Lock()
-		s.cur, s.building = snap, nil
+		s.cur, s.at, s.curGen, s.building = v, at, gen, nil
 		s.mu.Unlock()
 		close(ch)
-		return snap
+		return v
 	}
 }
 
-// stale makes the snapshots read before now stale: a write changed them.
-func (s *snapshots) stale() {
-	s.mu.Lock()
-	s.gen++
-	s.mu.Unlock()
+// stale makes the values read before now, of every cache of the handler,
+// stale: a write changed them.
+func (s *cache[T]) stale() {
+	s.gen.Add(1)
 }
 
 // read reads the names of every task and job, sorted. It reuses the
 // entries of prev, if not nil, when the Table's names are as they were.
-func (h *handler) read(prev *snapshot) *snapshot {
+func (h *handler) read(_ context.Context, prev *snapshot) *snapshot {
 	if testHookRead != nil {
 		testHookRead()
 	}
