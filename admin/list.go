@@ -251,7 +251,7 @@ func (h *handler) finishRow(r *row, last schedule.Record) {
 // A listPage is a page of the list, as the list shows it and as
 // api/tasks returns it.
 type listPage struct {
-	Query    string    `json:"query"`
+	filter
 	Page     int       `json:"page"`  // from 1
 	Pages    int       `json:"pages"` // at least 1
 	PageSize int       `json:"pageSize"`
@@ -259,36 +259,67 @@ type listPage struct {
 	Items    []row     `json:"items"`
 	AsOf     time.Time `json:"asOf"` // when the tasks were read
 	Warning  string    `json:"warning,omitempty"`
+	Filtered string    `json:"-"` // what the filter keeps besides the name, in words
 	Back     string    `json:"-"` // the page's query, for the buttons' redirects
 	Prev     string    `json:"-"`
 	Next     string    `json:"-"`
+	Overview *overview `json:"-"`
+	States   []string  `json:"-"` // the choices of the filters
+	Handlers []string  `json:"-"`
+	Zones    []string  `json:"-"`
 }
 
 // list serves the list, and api/tasks: the tasks and jobs whose name
-// contains q (any case), page by page.
+// contains q (any case), and, with state=, handler=, business= or
+// zone=, that the overview's census finds so, page by page. The page
+// shows the overview above the list.
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	api := r.URL.Path != "/"
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	f, ok := filterOf(r)
+	if !ok {
+		h.fail(w, r, api, http.StatusBadRequest, badState)
+		return
+	}
 	page, ok := pageOf(r)
 	if !ok {
 		h.fail(w, r, api, http.StatusBadRequest, badPage)
 		return
 	}
 	snap := h.snaps.get(r.Context())
-	lp := listPage{Query: q, PageSize: h.o.PageSize, AsOf: snap.at.UTC(), Warning: snap.warning}
+	lp := listPage{filter: f, PageSize: h.o.PageSize, AsOf: snap.at.UTC(), Warning: snap.warning, Filtered: f.describe()}
+	var cens *census
+	if !api || f.byState() {
+		cens = h.cens.get(r.Context())
+	}
 
 	// Only the page's rows are built: the others are counted.
 	size := h.o.PageSize
+	from := (page - 1) * size
 	var hits []*entry
-	if q == "" {
+	lq := strings.ToLower(f.Query)
+	switch {
+	case f.byState():
+		lp.AsOf = cens.at.UTC()
+		if lp.Warning == "" {
+			lp.Warning = cens.warning
+		}
+		for i := range cens.items {
+			it := &cens.items[i]
+			if !f.matches(it, lq) {
+				continue
+			}
+			if lp.Total >= from && lp.Total < from+size {
+				hits = append(hits, it.e)
+			}
+			lp.Total++
+		}
+	case lq == "":
 		lp.Total = len(snap.entries)
-		from := min((page-1)*size, lp.Total)
+		from = min(from, lp.Total)
 		for i := from; i < min(from+size, lp.Total); i++ {
 			hits = append(hits, &snap.entries[i])
 		}
-	} else {
-		lq := strings.ToLower(q)
-		from := (page - 1) * size
+	default:
 		for i := range snap.entries {
 			e := &snap.entries[i]
 			if !strings.Contains(e.lower, lq) {
@@ -307,21 +338,31 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	if lp.Warning == "" {
 		lp.Warning = warning
 	}
-	lp.Back = strings.TrimPrefix(listQuery(q, page), "?")
+	lp.Back = strings.TrimPrefix(listQuery(f, page), "?")
 	if page > 1 {
-		lp.Prev = "./" + listQuery(q, min(page-1, lp.Pages))
+		lp.Prev = "./" + listQuery(f, min(page-1, lp.Pages))
 	}
 	if page < lp.Pages {
-		lp.Next = "./" + listQuery(q, page+1)
+		lp.Next = "./" + listQuery(f, page+1)
+	}
+	if !api {
+		lp.Overview = h.overviewOf(cens, f.State)
+		lp.Handlers, lp.Zones = cens.handlers, cens.zones
+		for _, d := range stateDefs {
+			lp.States = append(lp.States, d.key)
+		}
 	}
 	h.render(w, r, api, http.StatusOK, "list.html", lp)
 }
 
 // listQuery returns the query string of a page of the list, with its ?.
-func listQuery(q string, page int) string {
+func listQuery(f filter, page int) string {
 	v := url.Values{}
-	if q != "" {
-		v.Set("q", q)
+	for _, kv := range [][2]string{{"q", f.Query}, {"state", f.State}, {"handler", f.Handler},
+		{"business", f.BusinessID}, {"zone", f.Zone}} {
+		if kv[1] != "" {
+			v.Set(kv[0], kv[1])
+		}
 	}
 	if page > 1 {
 		v.Set("page", strconv.Itoa(page))
