@@ -55,9 +55,9 @@ type chart struct {
 	Hours    []hour    `json:"hours"`
 	Totals   []int     `json:"totals"` // by outcome, over the 24 hours
 	// What the SVG draws.
-	Max    int     `json:"-"` // the top of the scale
-	Ticks  []tick  `json:"-"`
-	Labels []tick  `json:"-"` // of the hours, every 3
+	Max    int      `json:"-"` // the top of the scale
+	Ticks  []tick   `json:"-"`
+	Labels []tick   `json:"-"` // of the hours, every 3
 	Legend []legend `json:"-"`
 }
 
