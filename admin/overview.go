@@ -114,11 +114,22 @@ func (h *handler) readCensus(ctx context.Context, _ *census) *census {
 	now := time.Now()
 	c := &census{at: now, counts: make([]int, len(stateDefs)), warning: snap.warning}
 	var errs []error
-	var ts []cron.TaskState
-	if h.o.Table != nil && len(snap.tasks) > 0 {
-		var err error
-		ts, err = h.o.Table.TasksOf(ctx, snap.tasks...)
-		errs = append(errs, err)
+	// The tasks' states are read a batch at a time, and only what the
+	// overview needs of them kept: a TaskState holds the whole definition.
+	var ts []taskState
+	if h.o.Table != nil {
+		for from := 0; from < len(snap.tasks); from += censusBatch {
+			batch, err := h.o.Table.TasksOf(ctx, snap.tasks[from:min(from+censusBatch, len(snap.tasks))]...)
+			errs = append(errs, err)
+			for i := range batch {
+				s := &batch[i]
+				ts = append(ts, taskState{name: s.Task.Name, st: taskStates(s, now), handler: s.Task.Handler,
+					business: s.Task.BusinessID, zone: zoneName(s.Task.Spec, s.Task.Zone, h.o.Location)})
+			}
+			if err != nil {
+				break // a store that is down costs one call
+			}
+		}
 	}
 	var jobs []string
 	for i := range snap.entries {
@@ -141,16 +152,14 @@ func (h *handler) readCensus(ctx context.Context, _ *census) *census {
 		it := item{e: e}
 		switch e.kind {
 		case kindTask:
-			for t < len(ts) && ts[t].Task.Name < e.name {
+			for t < len(ts) && ts[t].name < e.name {
 				t++
 			}
-			if t == len(ts) || ts[t].Task.Name != e.name {
+			if t == len(ts) || ts[t].name != e.name {
 				continue // gone since the snapshot
 			}
 			s := &ts[t]
-			it.st = taskStates(s, now)
-			it.handler, it.business = s.Task.Handler, s.Task.BusinessID
-			it.zone = zoneOf(s.Task.Spec, s.Task.Zone, h.o.Location).String()
+			it.st, it.handler, it.business, it.zone = s.st, s.handler, s.business, s.zone
 			handlers[it.handler] = true
 		case kindJob:
 			last := lasts[e.name]
@@ -183,6 +192,24 @@ func (h *handler) readCensus(ctx context.Context, _ *census) *census {
 		c.warning = "Some records could not be read: " + err.Error()
 	}
 	return c
+}
+
+// censusBatch is how many tasks' states a census reads at once.
+const censusBatch = 2048
+
+// A taskState is what a census keeps of a cron.TaskState.
+type taskState struct {
+	name, handler, business, zone string
+	st                            states
+}
+
+// zoneName returns the name of the zone of a task of spec and zone, as
+// zoneOf, without splitting a spec that names none.
+func zoneName(spec, zone string, def *time.Location) string {
+	if !strings.Contains(spec, "TZ=") {
+		spec = ""
+	}
+	return zoneOf(spec, zone, def).String()
 }
 
 // taskStates returns the states of the task of s at now.
