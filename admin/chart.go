@@ -87,13 +87,13 @@ type tick struct {
 	Text string
 }
 
-// The SVG's geometry, in its own units (viewBox).
+// The SVG's geometry, in its own units: assets/overview.html draws it in
+// a viewBox of 720 by 220, the scale's labels left of plotL, the hours'
+// under plotB.
 const (
-	svgW, svgH    = 720.0, 220.0
-	plotL, plotR  = 44.0, 712.0
-	plotT, plotB  = 10.0, 190.0
-	barFill       = 0.72 // of an hour's width
-	svgLabelBelow = 208.0
+	plotL, plotR = 44.0, 712.0
+	plotT, plotB = 10.0, 190.0
+	barFill      = 0.72 // of an hour's width
 )
 
 // readChart counts the records of names due in the last 24 hours, by hour:
