@@ -77,6 +77,17 @@ type Options struct {
 	// one call each of a Store that is a schedule.LastReader, one Last a
 	// row of another.
 	SnapshotAge time.Duration
+	// OverviewAge is how long the overview, above the list, reuses one
+	// reading of the state of every task and job: their counts by state,
+	// which the list also filters by (state=, handler=, business=,
+	// zone=), the chart of their runs and the nodes. 5s if zero; a
+	// reading per request if negative. A write through the handler makes
+	// the next page read it again.
+	OverviewAge time.Duration
+	// Nodes, if set, lists the processes that run jobs on the Store, for
+	// the overview: with a *sqlstore.Store s, a loop over s.Nodes(ctx)
+	// that converts each, admin.Node(n). Nil: the overview shows none.
+	Nodes func(ctx context.Context) ([]Node, error)
 }
 
 // Definitions is a store of task definitions, with a version each, that
@@ -107,7 +118,9 @@ type handler struct {
 	mux     *http.ServeMux
 	methods map[string][]string // the methods of each path the mux serves
 	jobs    map[string]*jobInfo
-	snaps   snapshots
+	gen     atomic.Uint64 // raised by each write: the caches' values read before are stale
+	snaps   cache[snapshot]
+	cens    cache[census]
 	descs   sync.Map     // the descriptions of the specs shown, by spec and zone
 	ndescs  atomic.Int64 // descriptions made
 }
@@ -147,6 +160,9 @@ func New(opts Options) http.Handler {
 	if o.SnapshotAge == 0 {
 		o.SnapshotAge = time.Second
 	}
+	if o.OverviewAge == 0 {
+		o.OverviewAge = 5 * time.Second
+	}
 	if h.co == nil {
 		h.co = http.NewCrossOriginProtection()
 	}
@@ -170,7 +186,12 @@ func New(opts Options) http.Handler {
 		}
 		ji.spec, ji.sched, ji.loc = spec, s, zoneOf(spec, "", o.Location)
 	}
-	h.snaps.h = h
+	h.snaps = cache[snapshot]{age: o.SnapshotAge, read: h.read, gen: &h.gen,
+		fail: func(err error) *snapshot { return &snapshot{at: time.Now(), warning: err.Error()} }}
+	h.cens = cache[census]{age: o.OverviewAge, read: h.readCensus, gen: &h.gen,
+		fail: func(err error) *census {
+			return &census{at: time.Now(), counts: make([]int, len(stateDefs)), warning: err.Error()}
+		}}
 	h.routes()
 	return h
 }
@@ -203,6 +224,7 @@ func (h *handler) routes() {
 	handle("POST", "/api/update", h.write(h.save(true)))
 	handle("POST", "/api/delete", h.write(h.remove(true)))
 	handle("GET", "/api/tasks", h.list)
+	handle("GET", "/api/overview", h.overviewPage)
 	handle("GET", "/api/task", h.detail(kindTask))
 	handle("GET", "/api/job", h.detail(kindJob))
 	handle("GET", "/api/definition", h.definition)

@@ -46,18 +46,10 @@ func report(b *testing.B, body []byte) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/page")
 }
 
-// BenchmarkListPage measures the list with 100,000 tasks, each with a
-// last record in a MemoryStore: a page from the snapshot of the names in
-// cache (SnapshotAge, as most requests are); a page that reads the names
-// again (SnapshotAge < 0, as the first request after a second does), and
-// one that also merges them again (as after a task came or went); a
-// search, the last page, the JSON, and a task's page. B/page is the size
-// of the HTML sent. Run it three times and take the medians
-// (admin/DESIGN.md):
-//
-//	cd admin && go test -run '^$' -bench '^BenchmarkListPage$' -benchtime 20x -count 3 .
-func BenchmarkListPage(b *testing.B) {
-	const n = 100_000
+// benchTable returns a Table of n tasks in 10 specs and 6 zones, each
+// with a last record in a MemoryStore (one in 7 Failed), its store and the
+// definitions. The Table stops at the end of the benchmark.
+func benchTable(b *testing.B, n int) (*cron.Table, *schedule.MemoryStore, []cron.Task) {
 	ctx := context.Background()
 	store := schedule.NewMemoryStore(10)
 	defs := make([]cron.Task, n)
@@ -79,14 +71,29 @@ func BenchmarkListPage(b *testing.B) {
 		}
 	}
 	w := wheel.New()
-	defer w.Stop()
+	b.Cleanup(func() { w.Stop() })
 	tab := cron.NewTable(handlers, cron.WithLocation(time.UTC), cron.WithStore(store),
 		cron.WithJobOptions(schedule.WithScheduler(w)))
 	if _, err := tab.Apply(ctx, defs); err != nil {
 		b.Fatal(err)
 	}
-	defer tab.Stop(ctx)
+	b.Cleanup(func() { tab.Stop(ctx) })
+	return tab, store, defs
+}
 
+// BenchmarkListPage measures the list with 100,000 tasks, each with a
+// last record in a MemoryStore: a page from the snapshot of the names in
+// cache (SnapshotAge, as most requests are); a page that reads the names
+// again (SnapshotAge < 0, as the first request after a second does), and
+// one that also merges them again (as after a task came or went); a
+// search, the last page, the JSON, and a task's page. B/page is the size
+// of the HTML sent. Run it three times and take the medians
+// (admin/DESIGN.md):
+//
+//	cd admin && go test -run '^$' -bench '^BenchmarkListPage$' -benchtime 20x -count 3 .
+func BenchmarkListPage(b *testing.B) {
+	const n = 100_000
+	tab, store, defs := benchTable(b, n)
 	page := func(age time.Duration) http.Handler {
 		return admin.New(admin.Options{Table: tab, Store: store, Authorize: allow, Location: time.UTC, SnapshotAge: age})
 	}
@@ -168,6 +175,50 @@ func BenchmarkJobPage(b *testing.B) {
 			for b.Loop() {
 				var code int
 				if code, body = serve(h, target); code != 200 {
+					b.Fatalf("status %d", code)
+				}
+			}
+			report(b, body)
+		})
+	}
+}
+
+// BenchmarkOverview measures the list's page with its overview, with
+// 100,000 tasks, each with a last record in a MemoryStore (one in 7
+// Failed): the page when the overview's census is in cache (OverviewAge,
+// as most requests are), and when the request reads it (OverviewAge < 0,
+// as one request each OverviewAge does: the state of every task, in one
+// TasksOf, and the History of each for the chart, since a MemoryStore is
+// not a RunCounter); api/overview; and the list filtered by state, and by
+// handler and zone, from the census in cache.
+//
+//	cd admin && go test -run '^$' -bench '^BenchmarkOverview$' -benchtime 20x -count 3 .
+func BenchmarkOverview(b *testing.B) {
+	const n = 100_000
+	tab, store, _ := benchTable(b, n)
+	page := func(age time.Duration) http.Handler {
+		return admin.New(admin.Options{Table: tab, Store: store, Authorize: allow, Location: time.UTC,
+			SnapshotAge: time.Hour, OverviewAge: age})
+	}
+	cached, fresh := page(time.Hour), page(-1)
+	for _, c := range []struct {
+		name   string
+		h      http.Handler
+		target string
+	}{
+		{"census=cached", cached, "/"},
+		{"census=read", fresh, "/"},
+		{"census=cached/json", cached, "/api/overview"},
+		{"census=cached/failing", cached, "/?state=failing"},
+		{"census=cached/handler+zone", cached, "/?handler=ok&zone=Asia%2FTokyo&page=100"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			serve(c.h, c.target) // the snapshot and the census, read
+			var body []byte
+			for b.Loop() {
+				var code int
+				if code, body = serve(c.h, c.target); code != 200 {
 					b.Fatalf("status %d", code)
 				}
 			}

@@ -8,9 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,6 +149,52 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, err)
 		assert.LessOrEqual(t, wide, 360, "no sideways scrolling on a phone")
 		shoot(t, ctx, "phone.png")
+	})
+
+	t.Run("overview", func(t *testing.T) {
+		ctx := tab(t)
+		// Every script error and every error the console logs (a style or
+		// script the page's policy refused would be one), but the favicon
+		// the page does not have.
+		var errs []string
+		var mu sync.Mutex
+		require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch ev := ev.(type) {
+			case *runtime.EventExceptionThrown:
+				errs = append(errs, ev.ExceptionDetails.Text)
+			case *log.EventEntryAdded:
+				if ev.Entry.Level == log.EntryLevelError && !strings.HasSuffix(ev.Entry.URL, "/favicon.ico") {
+					errs = append(errs, ev.Entry.Text+" "+ev.Entry.URL)
+				}
+			}
+		}))
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("section.overview svg.runs"))))
+		until(t, ctx, `document.querySelector("a.c-failing .n").textContent === "1"`)
+		bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.runs g.hour").length`))
+		require.NoError(t, err)
+		assert.Equal(t, 24, bars, "a bar an hour")
+		label, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("svg.runs title").textContent`))
+		require.NoError(t, err)
+		assert.Equal(t, "Runs per hour, the last 24 hours, by outcome", label)
+		// The failed run's bar is drawn: a shape filled with the failures' pattern, of some height.
+		until(t, ctx, `[...document.querySelectorAll('svg.runs rect.o-failed')].some(r => r.getBBox().height > 0)`)
+		shoot(t, ctx, "overview.png")
+
+		// A count is a link to the list of those.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("a.c-failing")),
+			chromedp.WaitVisible(chromedp.CSS(`a.c-failing[aria-current="page"]`))))
+		until(t, ctx, `document.querySelectorAll("table.jobs tbody tr").length === 1`)
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.jobs")))
+		require.NoError(t, err)
+		assert.Contains(t, text, "shop-2 stock export")
+		// The page refreshes itself, and the chart with it.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("svg.runs").dataset.old = "1"`)))
+		until(t, ctx, `document.querySelector("svg.runs") && !document.querySelector("svg.runs").dataset.old`)
+		mu.Lock()
+		assert.Empty(t, errs, "errors in the page")
+		mu.Unlock()
 	})
 
 	t.Run("run now", func(t *testing.T) {

@@ -1,12 +1,16 @@
 // Package admin serves a web page for the scheduled jobs of a service:
 // the tasks of a cron.Table and any schedule.Jobs, each with its schedule
 // in words and as typed, its zone, its next run, its last outcome, whether
-// it runs now or is paused; a job's next 10 runs and its history, paged;
-// run now, pause and resume; and, for a Table that follows a Source of
-// definitions, their creation, edit and deletion, with the spec checked and
-// previewed by the server as it is typed and a stale edit refused; and the
-// calendars whose days tasks pass over (Options.Calendars), listed and
-// edited, a task's next runs and previews passing over their days.
+// it runs now or is paused; above them, an overview: how many are failing,
+// late, running, paused, never run or refused, each a link to the list of
+// them, the nodes (Options.Nodes), and a chart of the runs of the last 24
+// hours by hour and outcome, drawn by the server; a job's next 10 runs and
+// its history, paged; run now, pause and resume; and, for a Table that
+// follows a Source of definitions, their creation, edit and deletion, with
+// the spec checked and previewed by the server as it is typed and a stale
+// edit refused; and the calendars whose days tasks pass over
+// (Options.Calendars), listed and edited, a task's next runs and previews
+// passing over their days.
 //
 //	h := admin.New(admin.Options{Table: table, Jobs: []*schedule.Job{report}, Store: store,
 //		Definitions: store.Definitions(), // *sqlstore.Definitions, the Source the Table follows
@@ -33,7 +37,9 @@
 // The paths are relative to where the handler is mounted. A name is
 // passed as name=, never in the path, so that any task name works.
 //
-//	GET  /                      the list: q= searches names (any case), page= from 1
+//	GET  /                      the overview and the list: q= searches names (any case),
+//	                            state= (failing, late, running, paused, never, refused),
+//	                            handler=, business=, zone= filter it; page= from 1
 //	GET  /task?name=&page=      a task's page: its next runs, definition, history page
 //	GET  /job?name=&page=       the page of one of Options.Jobs
 //	GET  /new, /edit?name=      the forms of a definition (Definitions, Authorize)
@@ -53,7 +59,11 @@
 //
 // The same data as JSON, for scripts:
 //
-//	GET  /api/tasks?q=&page=    {"query", "page", "pages", "pageSize", "total", "asOf", "items": [row]}
+//	GET  /api/tasks?q=&page=    {"query", "page", "pages", "pageSize", "total", "asOf", "items": [row]},
+//	                            and the filters of the list, as "state", "handler", "businessId", "zone"
+//	GET  /api/overview          {"asOf", "total", "counts": [{"state", "count", "url"}], "nodes": [Node],
+//	                            "nodesError", "chart": {"from", "step", "outcomes", "hours": [{"start",
+//	                            "counts"}], "totals"}, "warning"}
 //	GET  /api/task?name=&page=  row and {"definition", "loaded", "upcoming", "history": [record], "page", "more",
 //	                            "remaining" (with MaxRuns), "backfill" (the latest on this replica)}
 //	GET  /api/job?name=&page=   the same, for a Job
@@ -78,6 +88,9 @@
 // With 100,000 tasks, a page of the list is served in a few milliseconds:
 // it pages and searches a snapshot of the tasks' names, read at most once
 // a second, and again after a write through the page (SnapshotAge), and
-// reads the state of its own rows only, in one call of the Store.
-// DESIGN.md has the figures and how they were measured.
+// reads the state of its own rows only, in one call of the Store. The
+// overview counts a census of every task's state, read at most once per
+// OverviewAge (5s), and again after a write: a late task is one that is
+// neither paused nor running whose next slot fell due more than a minute
+// ago. DESIGN.md has the figures and how they were measured.
 package admin

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/circulation-go/circulation/cron"
@@ -26,7 +27,6 @@ const (
 // pages and searches. The rows of a page are read when it is served.
 type snapshot struct {
 	at      time.Time
-	gen     uint64   // snapshots.gen when the reading began
 	tasks   []string // the Table's names, as read
 	entries []entry
 	warning string // why there is no snapshot
@@ -40,28 +40,32 @@ type entry struct {
 	job   *jobInfo // kindJob's
 }
 
-// snapshots hands out the latest snapshot, reading the names again once it
-// is older than SnapshotAge, or a write made it stale. One request reads
-// at a time; the others meanwhile take the previous snapshot, unless a
-// write made it stale, and then wait for the new one.
-type snapshots struct {
-	h *handler
+// A cache hands out the latest value its read returned, reading it again
+// once it is older than age, or a write made it stale. One request reads
+// at a time; the others meanwhile take the previous value, unless a write
+// made it stale, and then wait for the new one. The handler has two: the
+// names the list pages (snaps), and the overview's census.
+type cache[T any] struct {
+	age  time.Duration                         // set by New; a read per request if negative
+	read func(ctx context.Context, prev *T) *T // set by New; prev is nil at first
+	fail func(err error) *T                    // set by New: the value for a request that gave up waiting
+	gen  *atomic.Uint64                        // set by New, shared by the handler's caches: raised by each write
 
 	mu       sync.Mutex
-	cur      *snapshot
-	gen      uint64        // raised by each write, which makes every snapshot read before stale
+	cur      *T
+	at       time.Time     // when the reading of cur began
+	curGen   uint64        // gen when the reading of cur began
 	building chan struct{} // closed when the reading under way ends; nil if none
 }
 
-// get returns a snapshot no older than SnapshotAge, or the previous one
-// while another request reads a new one.
-func (s *snapshots) get(ctx context.Context) *snapshot {
-	age := s.h.o.SnapshotAge
+// get returns a value no older than age, or the previous one while
+// another request reads a new one.
+func (s *cache[T]) get(ctx context.Context) *T {
 	for {
 		s.mu.Lock()
 		cur := s.cur
-		fresh := cur != nil && cur.gen == s.gen
-		if fresh && age > 0 && time.Since(cur.at) < age {
+		fresh := cur != nil && s.curGen == s.gen.Load()
+		if fresh && s.age > 0 && time.Since(s.at) < s.age {
 			s.mu.Unlock()
 			return cur
 		}
@@ -77,34 +81,32 @@ func (s *snapshots) get(ctx context.Context) *snapshot {
 				if cur != nil {
 					return cur
 				}
-				return &snapshot{at: time.Now(), warning: ctx.Err().Error()}
+				return s.fail(ctx.Err())
 			}
 		}
 		ch := make(chan struct{})
 		s.building = ch
-		gen := s.gen
+		gen, at := s.gen.Load(), time.Now()
 		s.mu.Unlock()
 
-		snap := s.h.read(cur)
-		snap.gen = gen
+		v := s.read(ctx, cur)
 		s.mu.Lock()
-		s.cur, s.building = snap, nil
+		s.cur, s.at, s.curGen, s.building = v, at, gen, nil
 		s.mu.Unlock()
 		close(ch)
-		return snap
+		return v
 	}
 }
 
-// stale makes the snapshots read before now stale: a write changed them.
-func (s *snapshots) stale() {
-	s.mu.Lock()
-	s.gen++
-	s.mu.Unlock()
+// stale makes the values read before now, of every cache of the handler,
+// stale: a write changed them.
+func (s *cache[T]) stale() {
+	s.gen.Add(1)
 }
 
 // read reads the names of every task and job, sorted. It reuses the
 // entries of prev, if not nil, when the Table's names are as they were.
-func (h *handler) read(prev *snapshot) *snapshot {
+func (h *handler) read(_ context.Context, prev *snapshot) *snapshot {
 	if testHookRead != nil {
 		testHookRead()
 	}
@@ -249,7 +251,7 @@ func (h *handler) finishRow(r *row, last schedule.Record) {
 // A listPage is a page of the list, as the list shows it and as
 // api/tasks returns it.
 type listPage struct {
-	Query    string    `json:"query"`
+	filter
 	Page     int       `json:"page"`  // from 1
 	Pages    int       `json:"pages"` // at least 1
 	PageSize int       `json:"pageSize"`
@@ -257,36 +259,67 @@ type listPage struct {
 	Items    []row     `json:"items"`
 	AsOf     time.Time `json:"asOf"` // when the tasks were read
 	Warning  string    `json:"warning,omitempty"`
+	Filtered string    `json:"-"` // what the filter keeps besides the name, in words
 	Back     string    `json:"-"` // the page's query, for the buttons' redirects
 	Prev     string    `json:"-"`
 	Next     string    `json:"-"`
+	Overview *overview `json:"-"`
+	States   []string  `json:"-"` // the choices of the filters
+	Handlers []string  `json:"-"`
+	Zones    []string  `json:"-"`
 }
 
 // list serves the list, and api/tasks: the tasks and jobs whose name
-// contains q (any case), page by page.
+// contains q (any case), and, with state=, handler=, business= or
+// zone=, that the overview's census finds so, page by page. The page
+// shows the overview above the list.
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	api := r.URL.Path != "/"
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	f, ok := filterOf(r)
+	if !ok {
+		h.fail(w, r, api, http.StatusBadRequest, badState)
+		return
+	}
 	page, ok := pageOf(r)
 	if !ok {
 		h.fail(w, r, api, http.StatusBadRequest, badPage)
 		return
 	}
 	snap := h.snaps.get(r.Context())
-	lp := listPage{Query: q, PageSize: h.o.PageSize, AsOf: snap.at.UTC(), Warning: snap.warning}
+	lp := listPage{filter: f, PageSize: h.o.PageSize, AsOf: snap.at.UTC(), Warning: snap.warning, Filtered: f.describe()}
+	var cens *census
+	if !api || f.byState() {
+		cens = h.cens.get(r.Context())
+	}
 
 	// Only the page's rows are built: the others are counted.
 	size := h.o.PageSize
+	from := (page - 1) * size
 	var hits []*entry
-	if q == "" {
+	lq := strings.ToLower(f.Query)
+	switch {
+	case f.byState():
+		lp.AsOf = cens.at.UTC()
+		if lp.Warning == "" {
+			lp.Warning = cens.warning
+		}
+		for i := range cens.items {
+			it := &cens.items[i]
+			if !f.matches(it, lq) {
+				continue
+			}
+			if lp.Total >= from && lp.Total < from+size {
+				hits = append(hits, it.e)
+			}
+			lp.Total++
+		}
+	case lq == "":
 		lp.Total = len(snap.entries)
-		from := min((page-1)*size, lp.Total)
+		from = min(from, lp.Total)
 		for i := from; i < min(from+size, lp.Total); i++ {
 			hits = append(hits, &snap.entries[i])
 		}
-	} else {
-		lq := strings.ToLower(q)
-		from := (page - 1) * size
+	default:
 		for i := range snap.entries {
 			e := &snap.entries[i]
 			if !strings.Contains(e.lower, lq) {
@@ -305,21 +338,31 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	if lp.Warning == "" {
 		lp.Warning = warning
 	}
-	lp.Back = strings.TrimPrefix(listQuery(q, page), "?")
+	lp.Back = strings.TrimPrefix(listQuery(f, page), "?")
 	if page > 1 {
-		lp.Prev = "./" + listQuery(q, min(page-1, lp.Pages))
+		lp.Prev = "./" + listQuery(f, min(page-1, lp.Pages))
 	}
 	if page < lp.Pages {
-		lp.Next = "./" + listQuery(q, page+1)
+		lp.Next = "./" + listQuery(f, page+1)
+	}
+	if !api {
+		lp.Overview = h.overviewOf(cens, f.State)
+		lp.Handlers, lp.Zones = cens.handlers, cens.zones
+		for _, d := range stateDefs {
+			lp.States = append(lp.States, d.key)
+		}
 	}
 	h.render(w, r, api, http.StatusOK, "list.html", lp)
 }
 
 // listQuery returns the query string of a page of the list, with its ?.
-func listQuery(q string, page int) string {
+func listQuery(f filter, page int) string {
 	v := url.Values{}
-	if q != "" {
-		v.Set("q", q)
+	for _, kv := range [][2]string{{"q", f.Query}, {"state", f.State}, {"handler", f.Handler},
+		{"business", f.BusinessID}, {"zone", f.Zone}} {
+		if kv[1] != "" {
+			v.Set(kv[0], kv[1])
+		}
 	}
 	if page > 1 {
 		v.Set("page", strconv.Itoa(page))

@@ -129,6 +129,16 @@ func serve(ctx context.Context, c config, out io.Writer, ready func(url string))
 		Authorize:   func(r *http.Request) bool { return userOf(r) == "admin" },
 		Location:    c.location,
 		Title:       "Example shop: scheduled jobs",
+		// The overview lists the nodes of the store's table: a
+		// sqlstore.Node converts to an admin.Node, field for field.
+		Nodes: func(ctx context.Context) ([]admin.Node, error) {
+			ns, err := store.Nodes(ctx)
+			out := make([]admin.Node, len(ns))
+			for i, n := range ns {
+				out[i] = admin.Node(n)
+			}
+			return out, err
+		},
 	})
 	users := map[string]string{"admin": c.adminPass, "viewer": c.viewerPass}
 	mux := http.NewServeMux()
