@@ -97,7 +97,14 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 			case errors.Is(err, schedule.ErrBackfillTooLong):
 				status = http.StatusUnprocessableEntity
 			}
-			h.fail(w, r, api, status, "The task could not be changed: "+err.Error())
+			msg := "The task could not be changed: " + err.Error()
+			switch {
+			case errors.Is(err, schedule.ErrBackfillTooLong):
+				msg = "The range holds more than " + strconv.Itoa(schedule.MaxBackfill) + " slots: backfill it in parts."
+			case verb == "backfill":
+				msg = "The backfill could not start: " + err.Error()
+			}
+			h.fail(w, r, api, status, msg)
 			return
 		}
 		h.snaps.stale()
@@ -184,6 +191,9 @@ func (h *handler) backfillRange(r *http.Request, name string) (from, to time.Tim
 	}
 	if to, err = readTime(strings.TrimSpace(r.FormValue("to")), loc); err != nil || to.IsZero() {
 		return from, to, "The backfill's end must be a time such as 2026-01-31T18:00."
+	}
+	if from.After(to) {
+		return from, to, "The backfill's start is after its end."
 	}
 	return from, to, ""
 }

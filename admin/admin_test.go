@@ -584,6 +584,12 @@ func TestBackfillFromThePage(t *testing.T) {
 		assert.Contains(t, res.body, "start must be a time")
 		res = f.post("/jobs/api/backfill", form("kind", "job", "name", "report", "from", "1999-12-28T00:00", "to", "1999-12-31T12:00"))
 		assert.Equal(t, 400, res.status)
+		res = f.post("/jobs/api/backfill", form("kind", "task", "name", "daily", "from", "1999-12-31T12:00", "to", "1999-12-28T00:00"))
+		assert.Equal(t, 400, res.status, "a range that ends before it starts")
+		assert.Contains(t, res.body, "start is after its end")
+		res = f.post("/jobs/api/backfill", form("kind", "task", "name", "daily", "from", "1990-01-01T00:00", "to", "1999-12-28T00:00"))
+		assert.Equal(t, 422, res.status)
+		assert.Contains(t, res.body, "more than 1000 slots: backfill it in parts")
 		require.Equal(t, 303, f.post("/jobs/cancel-backfill", form("kind", "task", "name", "daily")).status)
 	})
 }

@@ -212,6 +212,10 @@ func (h *handler) removeCalendar(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.FormValue("name")
 	version, _ := strconv.ParseInt(r.FormValue("version"), 10, 64)
+	if r.FormValue("confirm") == "" {
+		h.fail(w, r, false, http.StatusBadRequest, "Tick the box that says yes to delete the calendar.")
+		return
+	}
 	if err := h.o.Calendars.DeleteCalendar(r.Context(), name, version); err != nil {
 		status, msg := h.calendarRefused(r.Context(), name, false, version, err)
 		h.fail(w, r, false, status, msg)

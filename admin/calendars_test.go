@@ -117,13 +117,16 @@ func TestCalendars(t *testing.T) {
 		assert.Contains(t, res.body, "Someone changed this calendar since you opened it (it is at version 2, you edited version 1)")
 
 		// Named by a task: not deleted.
-		res = f.post("/jobs/delete-calendar", form("name", "off", "version", "2"))
+		res = f.post("/jobs/delete-calendar", form("name", "off", "version", "2", "confirm", "1"))
 		assert.Equal(t, 409, res.status)
 		assert.Contains(t, res.body, "named by the task &#34;payroll&#34;")
 		_, _, err = f.defs.GetCalendar(ctx, "off")
 		require.NoError(t, err)
 		require.NoError(t, f.defs.Delete(ctx, "payroll", 1))
 		res = f.post("/jobs/delete-calendar", form("name", "off", "version", "2"))
+		assert.Equal(t, 400, res.status, "the box unticked")
+		assert.Contains(t, res.body, "Tick the box that says yes")
+		res = f.post("/jobs/delete-calendar", form("name", "off", "version", "2", "confirm", "1"))
 		require.Equal(t, 303, res.status, res.body)
 		assert.Equal(t, "calendars?done=calendar-deleted", res.header.Get("Location"))
 

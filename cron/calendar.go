@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -145,9 +146,10 @@ func checkTaskCalendars(d Task) error {
 // each zone a task asked for. It is never modified once made but for its
 // days, which mu guards: a changed definition is a new calendar.
 type calendar struct {
-	def Calendar
-	loc *time.Location // its Zone's; nil for the task's
-	utc *schedule.Days // its days in loc, or in UTC without a Zone
+	def  Calendar               // its Note is note's
+	note atomic.Pointer[string] // def's Note, and a later one: a note does not change the days
+	loc  *time.Location         // its Zone's; nil for the task's
+	utc  *schedule.Days         // its days in loc, or in UTC without a Zone
 
 	mu   sync.Mutex
 	days map[*time.Location]*schedule.Days // in the zones of the tasks, for a calendar without a Zone
@@ -174,12 +176,10 @@ func newCalendar(c Calendar) (*calendar, error) {
 		}
 		k.loc = l
 	}
-	switch {
-	case len(c.Note) > MaxNoteLen:
-		return fail("note", errors.New("longer than "+strconv.Itoa(MaxNoteLen)+" bytes"))
-	case !utf8.ValidString(c.Note):
-		return fail("note", errors.New("not UTF-8"))
+	if err := checkNote(c.Note); err != nil {
+		return fail("note", err)
 	}
+	k.note.Store(&k.def.Note)
 	d, err := schedule.ParseDays(k.loc, c.Days...)
 	if err != nil {
 		return fail("days", err)
@@ -211,9 +211,21 @@ func (k *calendar) in(loc *time.Location) *schedule.Days {
 	return d
 }
 
-// same reports whether k holds c.
-func (k *calendar) same(c Calendar) bool {
-	return k.def.Name == c.Name && k.def.Zone == c.Zone && k.def.Note == c.Note && slices.Equal(k.def.Days, c.Days)
+// checkNote checks a calendar's Note.
+func checkNote(note string) error {
+	switch {
+	case len(note) > MaxNoteLen:
+		return errors.New("longer than " + strconv.Itoa(MaxNoteLen) + " bytes")
+	case !utf8.ValidString(note):
+		return errors.New("not UTF-8")
+	}
+	return nil
+}
+
+// sameDays reports whether k holds c's days: c but for its Note, which
+// changes no task's times.
+func (k *calendar) sameDays(c Calendar) bool {
+	return k.def.Name == c.Name && k.def.Zone == c.Zone && slices.Equal(k.def.Days, c.Days)
 }
 
 // A calendarSet is the calendars a Table knows, by name. It is never
@@ -233,7 +245,14 @@ func (s calendarSet) with(cals []Calendar) (calendarSet, []error) {
 			errs = append(errs, &CalendarError{Calendar: c.Name, Field: "name", Err: errors.New("defined twice")})
 			continue
 		}
-		if k := s[c.Name]; k != nil && k.same(c) {
+		if k := s[c.Name]; k != nil && k.sameDays(c) {
+			// The tasks naming it keep their times, whatever its note.
+			if err := checkNote(c.Note); err != nil {
+				errs = append(errs, &CalendarError{Calendar: c.Name, Field: "note", Err: err})
+			} else if *k.note.Load() != c.Note {
+				note := c.Note
+				k.note.Store(&note)
+			}
 			out[c.Name] = k
 			continue
 		}
@@ -408,6 +427,14 @@ func (t *Table) SetCalendars(cals ...Calendar) (Changes, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if r, ok := t.refused[name]; ok && isCalendarRefusal(r.err) && c.same(r.task) {
+			// Its calendars are back: the refusal they made of the
+			// definition in force is over.
+			if refused == nil {
+				refused = cloneRefusals(t.refused)
+			}
+			delete(refused, name)
+		}
 		d := *c
 		d.cals = tc
 		e.c.Store(&d)
@@ -456,7 +483,7 @@ func (t *Table) Calendars() []Calendar {
 	cals := make([]Calendar, 0, len(set))
 	for _, k := range set {
 		c := k.def
-		c.Days = slices.Clone(c.Days)
+		c.Days, c.Note = slices.Clone(c.Days), *k.note.Load()
 		cals = append(cals, c)
 	}
 	slices.SortFunc(cals, func(a, b Calendar) int { return strings.Compare(a.Name, b.Name) })
@@ -491,4 +518,11 @@ func sameSet(a, b calendarSet) bool {
 		}
 	}
 	return true
+}
+
+// isCalendarRefusal reports whether err is a task's refusal for a
+// calendar its Table does not know.
+func isCalendarRefusal(err error) bool {
+	var te *TaskError
+	return errors.As(err, &te) && te.Field == "calendars"
 }

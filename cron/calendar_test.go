@@ -314,3 +314,34 @@ func TestTableFollowCalendars(t *testing.T) {
 		assert.False(t, loaded)
 	})
 }
+
+// A calendar removed, then given back, by SetCalendars: the task naming
+// it is refused meanwhile, and no longer once it is back; a change of a
+// calendar's note alone moves no task's times.
+func TestTableCalendarBackAndNote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ledger
+		tab := cron.NewTable(map[string]cron.Handler{"h": l.handler("h", 0)}, cron.WithLocation(time.UTC))
+		defer tab.Stop(context.Background())
+		off := cron.Calendar{Name: "off", Days: []string{"2000-01-02"}, Note: "a day off"}
+		_, err := tab.SetCalendars(off)
+		require.NoError(t, err)
+		d := task("daily", "h", "0 9 * * *")
+		d.Calendars = []string{"off"}
+		_, err = tab.Apply(context.Background(), []cron.Task{d})
+		require.NoError(t, err)
+		_, err = tab.SetCalendars()
+		require.Error(t, err)
+		require.Error(t, stateOf(t, tab, "daily").Refused)
+		ch, err := tab.SetCalendars(off)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"daily"}, ch.Changed)
+		assert.NoError(t, stateOf(t, tab, "daily").Refused, "its calendar is back")
+
+		off.Note = "a day off, agreed with the union"
+		ch, err = tab.SetCalendars(off)
+		require.NoError(t, err)
+		assert.Empty(t, ch.Changed, "a note changes no task's times")
+		assert.Equal(t, []cron.Calendar{off}, tab.Calendars())
+	})
+}
