@@ -89,7 +89,12 @@ func (s *cache[T]) get(ctx context.Context) *T {
 		gen, at := s.gen.Load(), time.Now()
 		s.mu.Unlock()
 
-		v := s.read(ctx, cur)
+		// Read for every request that will be served it, not only this
+		// one: a client that goes away does not cut the read short, and
+		// a store that hangs holds it for cacheRead at most.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheRead)
+		v := s.read(rctx, cur)
+		cancel()
 		s.mu.Lock()
 		s.cur, s.at, s.curGen, s.building = v, at, gen, nil
 		s.mu.Unlock()
@@ -97,6 +102,9 @@ func (s *cache[T]) get(ctx context.Context) *T {
 		return v
 	}
 }
+
+// cacheRead bounds a read of a cache.
+const cacheRead = 10 * time.Second
 
 // stale makes the values read before now, of every cache of the handler,
 // stale: a write changed them.

@@ -106,12 +106,18 @@ type sourceOutage struct {
 func (f *follower) failed(err error) {
 	o := &f.outage
 	o.failed++
-	if o.down {
+	now := time.Now()
+	switch {
+	case !o.down:
+		o.down, o.since = true, now
+		o.quiet = !o.logged.IsZero() && now.Sub(o.logged) < sourceQuiet
+	case o.quiet && now.Sub(o.logged) >= sourceQuiet:
+		// An outage that began too soon after the last one logged, and
+		// lasts: it is logged now, and so will its end be.
+		o.quiet = false
+	default:
 		return
 	}
-	now := time.Now()
-	o.down, o.since = true, now
-	o.quiet = !o.logged.IsZero() && now.Sub(o.logged) < sourceQuiet
 	if o.quiet {
 		return
 	}

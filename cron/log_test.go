@@ -87,3 +87,31 @@ func TestLogRefusedAndSourceDown(t *testing.T) {
 			"failed": int64(5), "took": 5 * time.Second}}, lines[3])
 	})
 }
+
+// A Source that fails for a moment, then, 20s after, for an hour: the
+// hour's outage, too soon to log at its start, is logged once the quiet
+// minute has passed, and so is its end.
+func TestLogLongSourceOutageAfterABlip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h logRecorder
+		defs := newMemDefs(task("a", "h", "* * * * * *"))
+		tab := cron.NewTable(map[string]cron.Handler{"h": func(context.Context, string, schedule.Run) error { return nil }},
+			cron.WithLogger(slog.New(&h)))
+		require.NoError(t, tab.Follow(context.Background(), defs.source()))
+		defs.setFail(errors.New("connection refused"))
+		time.Sleep(1500 * time.Millisecond)
+		defs.setFail(nil)
+		time.Sleep(20 * time.Second)
+		defs.setFail(errors.New("connection refused"))
+		time.Sleep(time.Hour)
+		defs.setFail(nil)
+		time.Sleep(2 * time.Second)
+		require.NoError(t, tab.Stop(context.Background()))
+		var msgs []string
+		for _, l := range h.got() {
+			msgs = append(msgs, l.Msg)
+		}
+		assert.Equal(t, []string{"cron: source unreachable", "cron: source reachable again",
+			"cron: source unreachable", "cron: source reachable again"}, msgs)
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,9 +109,13 @@ type outage struct {
 const outageQuiet = time.Minute
 
 // outageKey names an outage: the store, unwrapped, and the logger (nil
-// for slog.Default()).
+// for slog.Default()). A store that is a pointer is named by its type and
+// address, which do not keep it alive: a store dropped is collected,
+// whatever its outages (another made at its address later shares their
+// pace of lines, no more).
 type outageKey struct {
 	store any
+	addr  uintptr
 	log   *slog.Logger
 }
 
@@ -133,7 +138,10 @@ func (c *config) outageKey(s Store) outageKey {
 		s = u.Unwrap()
 	}
 	k := outageKey{store: s, log: c.log}
-	if !isKey(s) {
+	switch v := reflect.ValueOf(s); {
+	case v.Kind() == reflect.Pointer:
+		k.store, k.addr = reflect.TypeOf(s), v.Pointer()
+	case !isKey(s):
 		k.store = notComparable{}
 	}
 	return k
@@ -172,13 +180,19 @@ func (j *Job) storeFailed(s Store, err error) {
 	now := time.Now()
 	o.mu.Lock()
 	o.failed++
-	if o.down {
+	switch {
+	case !o.down:
+		o.down, o.since = true, now
+		outagesDown.Add(1)
+		o.quiet = !o.logged.IsZero() && now.Sub(o.logged) < outageQuiet
+	case o.quiet && now.Sub(o.logged) >= outageQuiet:
+		// An outage that began too soon after the last one logged, and
+		// lasts: it is logged now, and so will its end be.
+		o.quiet = false
+	default:
 		o.mu.Unlock()
 		return
 	}
-	o.down, o.since = true, now
-	outagesDown.Add(1)
-	o.quiet = !o.logged.IsZero() && now.Sub(o.logged) < outageQuiet
 	if !o.quiet {
 		o.logged = now
 	}
