@@ -32,56 +32,35 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 			}
 		}
 		var err error
-		switch kind {
-		case kindTask:
-			t := h.o.Table
-			if t == nil {
-				h.fail(w, r, api, http.StatusNotFound, "There is no such task.")
-				return
-			}
-			switch verb {
-			case "run":
-				err = t.RunNow(name)
-			case "pause":
-				err = t.Pause(name, pause...)
-			case "resume":
-				err = t.Resume(name)
-			case "backfill":
-				var from, to time.Time
-				var msg string
-				if from, to, msg = h.backfillRange(r, name); msg != "" {
-					h.fail(w, r, api, http.StatusBadRequest, msg)
-					return
-				}
-				var opts []schedule.BackfillOption
-				if r.FormValue("again") != "" { // a checkbox: set, whatever its value
-					opts = append(opts, schedule.RunAgain())
-				}
-				err = t.Backfill(name, from, to, opts...)
-			case "cancel-backfill":
-				err = t.CancelBackfill(name)
-			}
-		case kindJob:
-			if verb == "backfill" || verb == "cancel-backfill" {
-				h.fail(w, r, api, http.StatusBadRequest, "A job's backfill is its program's to start (schedule.Job.Backfill); the page backfills tasks.")
-				return
-			}
-			ji, ok := h.job(name)
-			if !ok {
-				h.fail(w, r, api, http.StatusNotFound, "There is no such job.")
-				return
-			}
-			switch verb {
-			case "run":
-				ji.job.RunNow()
-			case "pause":
-				ji.job.Pause(pause...)
-			case "resume":
-				ji.job.Resume()
-			}
-		default:
+		switch {
+		case kind != kindTask && kind != kindJob:
 			h.fail(w, r, api, http.StatusBadRequest, "The kind must be task or job.")
 			return
+		case kind == kindJob && (verb == "backfill" || verb == "cancel-backfill"):
+			h.fail(w, r, api, http.StatusBadRequest, "A job's backfill is its program's to start (schedule.Job.Backfill); the page backfills tasks.")
+			return
+		case kind == kindTask && h.o.Table == nil:
+			h.fail(w, r, api, http.StatusNotFound, "There is no such task.")
+			return
+		case kind == kindJob && h.jobs[name] == nil:
+			h.fail(w, r, api, http.StatusNotFound, "There is no such job.")
+			return
+		case verb == "backfill":
+			var from, to time.Time
+			var msg string
+			if from, to, msg = h.backfillRange(r, name); msg != "" {
+				h.fail(w, r, api, http.StatusBadRequest, msg)
+				return
+			}
+			var opts []schedule.BackfillOption
+			if r.FormValue("again") != "" { // a checkbox: set, whatever its value
+				opts = append(opts, schedule.RunAgain())
+			}
+			err = h.o.Table.Backfill(name, from, to, opts...)
+		case verb == "cancel-backfill":
+			err = h.o.Table.CancelBackfill(name)
+		default:
+			err = h.act(verb, kind, name, pause)
 		}
 		if err != nil {
 			status := http.StatusInternalServerError
@@ -115,6 +94,44 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 		redirect(w, back(r, kind, name, verb))
 	}
 }
+
+// act runs, pauses (with opts) or resumes, as verb says, the task or
+// job kind and name: the call of a single action and of each of a bulk
+// one. An unknown task is cron.ErrUnknownTask; an unknown job, or a
+// task without a Table, is errUnknown.
+func (h *handler) act(verb, kind, name string, opts []schedule.PauseOption) error {
+	if kind == kindJob {
+		ji, ok := h.job(name)
+		if !ok {
+			return errUnknown
+		}
+		switch verb {
+		case "run":
+			ji.job.RunNow()
+		case "pause":
+			ji.job.Pause(opts...)
+		case "resume":
+			ji.job.Resume()
+		}
+		return nil
+	}
+	t := h.o.Table
+	if t == nil {
+		return errUnknown
+	}
+	switch verb {
+	case "run":
+		return t.RunNow(name)
+	case "pause":
+		return t.Pause(name, opts...)
+	case "resume":
+		return t.Resume(name)
+	}
+	return nil
+}
+
+// errUnknown is act's error for a name the page does not know.
+var errUnknown = errors.New("admin: no such task or job")
 
 // done is what a JSON write returns.
 type done struct {
