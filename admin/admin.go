@@ -217,6 +217,8 @@ func (h *handler) routes() {
 		handle("POST", "/"+a, h.write(h.action(a, false)))
 		handle("POST", "/api/"+a, h.write(h.action(a, true)))
 	}
+	handle("POST", "/bulk", h.write(h.bulk(false)))
+	handle("POST", "/api/bulk", h.write(h.bulk(true)))
 	handle("POST", "/create", h.write(h.save(false)))
 	handle("POST", "/update", h.write(h.save(false)))
 	handle("POST", "/delete", h.write(h.remove(false)))
@@ -290,7 +292,11 @@ func (h *handler) write(f http.HandlerFunc) http.HandlerFunc {
 			h.fail(w, r, api, http.StatusForbidden, "You may look, not change anything.")
 		default:
 			if r.Method == http.MethodPost {
-				r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+				n := int64(64 << 10)
+				if path.Base(r.URL.Path) == "bulk" {
+					n = maxBulkBody // MaxBulk names
+				}
+				r.Body = http.MaxBytesReader(w, r.Body, n)
 			}
 			f(w, r)
 		}

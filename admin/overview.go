@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -267,9 +268,13 @@ type filter struct {
 	bit        states
 }
 
-// filterOf reads the filter of r, and whether its state is one.
+// filterOf reads the filter of r's query, and whether its state is one.
 func filterOf(r *http.Request) (filter, bool) {
-	q := r.URL.Query()
+	return filterIn(r.URL.Query())
+}
+
+// filterIn reads the filter of the fields q, and whether its state is one.
+func filterIn(q url.Values) (filter, bool) {
 	f := filter{Query: strings.TrimSpace(q.Get("q")), State: q.Get("state"), Handler: strings.TrimSpace(q.Get("handler")),
 		BusinessID: strings.TrimSpace(q.Get("business")), Zone: strings.TrimSpace(q.Get("zone"))}
 	if f.State != "" {

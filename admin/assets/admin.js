@@ -5,15 +5,16 @@
 	"use strict";
 
 	// Refresh: every data-refresh milliseconds, the page is fetched again
-	// and its #live part replaced, unless the tab is hidden or the user
-	// is on a control in it.
+	// and its #live part replaced, unless the tab is hidden, or the user
+	// is on a control in it or has ticked a row.
 	var every = Number(document.body.dataset.refresh);
 	if (every > 0 && document.getElementById("live")) {
 		var busy = false;
 		setInterval(function () {
 			var live = document.getElementById("live");
 			var focus = document.activeElement;
-			if (busy || document.hidden || !live || (focus && focus !== document.body && live.contains(focus))) {
+			if (busy || document.hidden || !live || (focus && focus !== document.body && live.contains(focus)) ||
+				live.querySelector("input[type=checkbox]:checked")) {
 				return;
 			}
 			busy = true;
