@@ -125,6 +125,11 @@ func TestRoutes(t *testing.T) {
 			{"POST", "/jobs/api/pause?kind=job&name=nope", 404, js},
 			{"POST", "/jobs/api/create", 400, js}, // no body
 			{"POST", "/jobs/delete?name=nope&version=1&confirm=1", 404, html},
+			{"GET", "/jobs/bulk", 405, html},
+			{"POST", "/jobs/bulk", 400, html}, // no do
+			{"POST", "/jobs/api/bulk", 400, js},
+			{"POST", "/jobs/bulk?do=pause&sel=task:daily", 200, html},
+			{"POST", "/jobs/api/bulk?do=pause&all=1&state=broken", 400, js},
 		} {
 			res := f.do(c.method, c.target, nil)
 			assert.Equal(t, c.status, res.status, "%s %s: %s", c.method, c.target, res.body)
@@ -204,6 +209,8 @@ func TestReadOnly(t *testing.T) {
 			require.Equal(t, 200, res.status)
 			assert.NotContains(t, res.body, `method="post"`, page)
 			assert.NotContains(t, res.body, `href="new"`, page)
+			assert.NotContains(t, res.body, `name="sel"`, page)
+			assert.NotContains(t, res.body, "Pause selected", page)
 			assert.Contains(t, res.body, "read-only", page)
 		}
 		for _, w := range []struct{ target, body string }{
@@ -218,6 +225,9 @@ func TestReadOnly(t *testing.T) {
 			{"/jobs/update", "name=daily&handler=ok&spec=*+*+*+*+*&permanent=1&version=1"},
 			{"/jobs/delete", "name=daily&version=1"},
 			{"/jobs/api/delete", "name=daily&version=1"},
+			{"/jobs/bulk", "do=pause&sel=task:daily"},
+			{"/jobs/bulk", "do=pause&sel=task:daily&sel=job:report&confirm=1"},
+			{"/jobs/api/bulk", "do=run&all=1&confirm=1"},
 		} {
 			r := httptest.NewRequest("POST", "http://admin.test"+w.target, strings.NewReader(w.body))
 			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -276,6 +286,11 @@ func TestCrossOrigin(t *testing.T) {
 			assert.Contains(t, res.body, "A change from another site is refused.")
 			res = f.do("POST", "/jobs/api/pause", pause, hdr...)
 			assert.Equal(t, 403, res.status, hdr)
+			for _, target := range []string{"/jobs/bulk", "/jobs/api/bulk"} {
+				res = f.do("POST", target, form("do", "pause", "sel", "task:daily", "confirm", "1"), hdr...)
+				assert.Equal(t, 403, res.status, target, hdr)
+				assert.Contains(t, res.body, "A change from another site is refused.", target)
+			}
 		}
 		assert.False(t, f.tasks()["daily"].Task.Paused)
 		for _, hdr := range [][]string{
@@ -284,6 +299,7 @@ func TestCrossOrigin(t *testing.T) {
 			{}, // curl
 		} {
 			assert.Equal(t, 200, f.do("POST", "/jobs/api/pause", pause, hdr...).status, hdr)
+			assert.Equal(t, 200, f.do("POST", "/jobs/bulk", form("do", "pause", "sel", "task:daily", "confirm", "1"), hdr...).status, hdr)
 		}
 		assert.True(t, f.tasks()["daily"].Task.Paused)
 	})
