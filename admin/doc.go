@@ -5,7 +5,8 @@
 // late, running, paused, never run or refused, each a link to the list of
 // them, the nodes (Options.Nodes), and a chart of the runs of the last 24
 // hours by hour and outcome, drawn by the server; a job's next 10 runs and
-// its history, paged; run now, pause and resume; and, for a Table that
+// its history, paged; run now, pause and resume, of one or of many at
+// once (those ticked, or all a filter matches); and, for a Table that
 // follows a Source of definitions, their creation, edit and deletion, with
 // the spec checked and previewed by the server as it is typed and a stale
 // edit refused; and the calendars whose days tasks pass over
@@ -45,6 +46,13 @@
 //	GET  /new, /edit?name=      the forms of a definition (Definitions, Authorize)
 //	POST /run, /pause, /resume  kind=task or job, name=; redirect to the page;
 //	                            a pause takes note= and for= (a duration such as 2h)
+//	POST /bulk                  do= (run, pause or resume) of sel= (task:NAME or job:NAME,
+//	                            repeated), or, with all= set, of every task and job the filter
+//	                            (q=, state=, handler=, business=, zone=) matches; note= and
+//	                            for= for a pause. Without confirm=1 a page that says what
+//	                            will change, and changes nothing; with it, each is acted on
+//	                            as by the single action, and a page says what failed and why.
+//	                            At most MaxBulk; with all=, count= the number confirmed
 //	POST /backfill              kind=task, name=, from=, to= (times in the task's
 //	                            zone): its slots in the range run on this replica;
 //	                            with again= set, those with a record run again too
@@ -72,6 +80,9 @@
 //	GET  /api/calendars         {"calendars": [cron.Calendar]}
 //	POST /api/run, /api/pause, /api/resume, /api/backfill, /api/cancel-backfill
 //	                            as the forms; {"kind", "name", "done"}
+//	POST /api/bulk              as the form; without confirm=1 {"do", "count", "all", "items":
+//	                            [{"kind", "name"}]}, and with it {"do", "done": n, "failed":
+//	                            [{"kind", "name", "error"}]}; 422 above MaxBulk
 //	POST /api/create            {"task": cron.Task}; {"kind", "name", "done", "version"}
 //	POST /api/update            {"task": cron.Task, "version": n}; the same
 //	POST /api/delete            name=, version=; {"kind", "name", "done"}
