@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -229,6 +231,41 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`button[aria-label="Resume `+name+`"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Pause `+name+`"]`))))
 		assert.False(t, f.tasks()[name].Task.Paused)
+	})
+
+	t.Run("bulk", func(t *testing.T) {
+		ctx := tab(t)
+		// Without script: the boxes, the confirmation and its form are
+		// forms only.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+			return err
+		})))
+		names := []string{"shop-1 daily report", "shop-3 weekly digest"}
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("table.jobs tbody tr")),
+			chromedp.Click(chromedp.CSS(`input[name="sel"][value="task:`+names[0]+`"]`)),
+			chromedp.Click(chromedp.CSS(`input[name="sel"][value="task:`+names[1]+`"]`)),
+			chromedp.Click(chromedp.CSS(`#bulk button[value="pause"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`form[action="bulk"] button.primary`))))
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		require.NoError(t, err)
+		assert.Contains(t, text, "Pause 2 tasks and jobs?")
+		for _, name := range names {
+			assert.Contains(t, text, name)
+			assert.False(t, f.tasks()[name].Task.Paused, "%s paused before the confirmation", name)
+		}
+		shoot(t, ctx, "bulk.png")
+		require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("note"), "maintenance"),
+			chromedp.Click(chromedp.CSS(`form[action="bulk"] button.primary`)), chromedp.WaitVisible(chromedp.CSS(".flash"))))
+		flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash")))
+		require.NoError(t, err)
+		assert.Contains(t, flash, "Paused 2")
+		for _, name := range names {
+			s := f.tasks()[name].Task
+			assert.True(t, s.Paused, name)
+			assert.Equal(t, "maintenance", s.PauseNote, name)
+			require.NoError(t, f.table.Resume(name))
+		}
 	})
 
 	t.Run("edit", func(t *testing.T) {
