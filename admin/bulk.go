@@ -152,6 +152,11 @@ func (h *handler) bulk(api bool) http.HandlerFunc {
 		if p.All && r.Form.Get("confirm") != "" && r.Form.Has("count") && r.Form.Get("count") != strconv.Itoa(p.Count) {
 			// The filter matches others than those confirmed: ask again.
 			p.Seen, _ = strconv.Atoi(r.Form.Get("count"))
+			if api {
+				h.fail(w, r, api, http.StatusConflict, "The filter matches "+thousands(p.Count)+" now, not "+
+					thousands(p.Seen)+": nothing was done.")
+				return
+			}
 		} else if r.Form.Get("confirm") != "" {
 			h.bulkAct(w, r, api, p, ts, pause)
 			return
@@ -268,12 +273,10 @@ func listBack(back string) string {
 	return "./" + listQuery(f, page)
 }
 
-// thousands formats n with a comma between each three digits: 12,345.
+// thousands formats n, a count, with a comma between each three digits:
+// 12,345.
 func thousands(n int) string {
 	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}

@@ -82,7 +82,8 @@
 //	                            as the forms; {"kind", "name", "done"}
 //	POST /api/bulk              as the form; without confirm=1 {"do", "count", "all", "items":
 //	                            [{"kind", "name"}]}, and with it {"do", "done": n, "failed":
-//	                            [{"kind", "name", "error"}]}; 422 above MaxBulk
+//	                            [{"kind", "name", "error"}]}; 422 above MaxBulk, 409 if
+//	                            the filter matches another count= than was confirmed
 //	POST /api/create            {"task": cron.Task}; {"kind", "name", "done", "version"}
 //	POST /api/update            {"task": cron.Task, "version": n}; the same
 //	POST /api/delete            name=, version=; {"kind", "name", "done"}
