@@ -102,7 +102,7 @@ func TestClaimAgain(t *testing.T) {
 	for _, max := range []int{1, 2} {
 		t.Run(map[int]string{1: "Max1", 2: "Max2"}[max], func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, b backend) {
-				s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 100), sqlstore.WithLease(time.Minute))
+				s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 100), sqlstore.WithRetention(0), sqlstore.WithLease(time.Minute))
 				c := schedule.Concurrency{Max: max}
 				now := time.Now()
 				// Slots 0 to 4 ran, 1 failed; pruning leaves 1 and 4.

@@ -42,6 +42,7 @@ func TestNewBadInput(t *testing.T) {
 		{sqlstore.WithLease(time.Duration(math.MaxInt64)), "WithLease(2562047h47m16.854775807s)"},
 		{sqlstore.WithHistory(0, 1), "WithHistory(0, 1)"},
 		{sqlstore.WithHistory(3, -1), "WithHistory(3, -1)"},
+		{sqlstore.WithRetention(-time.Second), "WithRetention(-1s)"},
 	} {
 		_, err := sqlstore.New(ctx, db, sqlstore.SQLite, c.opt)
 		assert.ErrorContains(t, err, c.want)

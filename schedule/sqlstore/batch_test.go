@@ -126,7 +126,7 @@ func TestQueuedClaimWithdrawn(t *testing.T) {
 // be claimed again.
 func TestBatchedPrune(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(2, 0))
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(2, 0), sqlstore.WithRetention(0))
 		const jobs, slots = 40, 40
 		var wg sync.WaitGroup
 		for j := range jobs {

@@ -76,7 +76,8 @@ RETURNING job, due, stop_asked`
 	// doomedManySQL is doomedSQL for every job of $1: the finished records
 	// past the counts kept ($2 succeeded, $3 others), but never a job's
 	// last record, nor one of the newest keptStreak others after its
-	// latest Succeeded record.
+	// latest Succeeded record, nor one at or after the cutoff $4 among
+	// the newest $5 of its kind.
 	doomedManySQL = `SELECT r.job, r.due FROM (
 	SELECT job, due, status, ROW_NUMBER() OVER (
 		PARTITION BY job, CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn,
@@ -84,6 +85,7 @@ RETURNING job, due, stop_asked`
 	FROM {t} WHERE job IN ({jobs}) AND status <> 0) r
 WHERE ((r.status = 1 AND r.rn > $2) OR (r.status <> 1 AND r.rn > $3
 		AND (r.rn > ` + keptStreak + ` OR r.due < COALESCE(r.ok, ` + minDue + `))))
+	AND (r.due < $4 OR r.rn > $5)
 	AND r.due < (SELECT MAX(m.due) FROM {t} m WHERE m.job = r.job)`
 
 	// pruneWaterBatchSQL raises the watermark of each job of $1 to the

@@ -81,3 +81,9 @@ func (s *Store) Heartbeat(ctx context.Context) error { return s.heartbeat(ctx) }
 
 // KeptStreak is keptStreak, for a test that it is schedule's count.
 const KeptStreak = keptStreak
+
+// WithMaxRetained sets the bound of WithRetention, MaxRetained, lower, for
+// a test that it holds.
+func WithMaxRetained(n int) Option {
+	return optionFunc(func(o *options) { o.retained = n })
+}

@@ -14,6 +14,8 @@ type options struct {
 	lease     time.Duration
 	succeeded int             // Succeeded records kept per job
 	failed    int             // other finished records kept per job
+	retention time.Duration   // WithRetention's: finished records younger than it are kept
+	retained  int             // records of each kind kept by age per job: MaxRetained but in tests
 	runs      int             // WithRunLimit's
 	handlers  map[string]bool // WithHandlers': the handlers a definition may name; nil for any
 	node      string          // WithNode's
@@ -27,6 +29,8 @@ func defaultOptions() options {
 		lease:     30 * time.Second,
 		succeeded: 3,
 		failed:    1,
+		retention: DefaultRetention,
+		retained:  MaxRetained,
 		runs:      DefaultRunLimit,
 		node:      defaultNode(),
 	}
@@ -47,6 +51,9 @@ func (o *options) validate() error {
 	}
 	if o.succeeded < 1 || o.failed < 0 {
 		return fmt.Errorf("sqlstore: WithHistory(%d, %d): want succeeded >= 1 and failed >= 0", o.succeeded, o.failed)
+	}
+	if o.retention < 0 {
+		return fmt.Errorf("sqlstore: WithRetention(%v): want at least 0", o.retention)
 	}
 	return nil
 }
@@ -86,17 +93,43 @@ func WithLease(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.lease = d })
 }
 
-// WithHistory sets how many finished records of each job are kept: the
-// newest succeeded ones with status Succeeded, and the newest failed ones
-// with any other finished status (Failed, Canceled, Skipped, Missed). The
-// default is 3 and 1, as for a Kubernetes CronJob; succeeded is at least
-// 1. A job's last record, the one with the latest Due, is never pruned,
-// whatever its status, and neither are Running records, nor the newest
-// 100 records that came after the job's latest Succeeded one, which
-// schedule.WithPauseOnFailures counts. Pruning runs after every 16th
-// Finish, and on Prune.
+// WithHistory sets how many finished records of each job pruning keeps
+// whatever their age: the newest succeeded ones with status Succeeded, and
+// the newest failed ones with any other finished status (Failed, Canceled,
+// Skipped, Missed). The default is 3 and 1, as for a Kubernetes CronJob;
+// succeeded is at least 1. Pruning also keeps, whatever these counts say:
+//   - Running records;
+//   - a job's last record, the one with the latest Due, whatever its status;
+//   - the newest 432 records that came after the job's latest Succeeded
+//     one, which schedule.WithPauseOnFailures counts;
+//   - the records younger than WithRetention's age, up to MaxRetained of
+//     each kind.
+//
+// Pruning runs after every 16th Finish, and on Prune.
 func WithHistory(succeeded, failed int) Option {
 	return optionFunc(func(o *options) { o.succeeded, o.failed = succeeded, failed })
+}
+
+// DefaultRetention is the age under which pruning keeps a finished record
+// by default (see WithRetention): enough to tell what ran in the last week.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// MaxRetained bounds the records of a job that WithRetention keeps by age:
+// the newest MaxRetained with status Succeeded, and the newest MaxRetained
+// with another finished status. A job that runs every second makes 604,800
+// records in 7 days; it keeps the last 10,000 successes, about 2 hours and
+// 47 minutes of them.
+const MaxRetained = 10_000
+
+// WithRetention makes pruning keep every finished record of a job whose
+// slot (its Due) is younger than d, even past the counts of WithHistory, up
+// to MaxRetained records of each kind (Succeeded, and any other finished
+// status), the newest; older records are kept as WithHistory says. d is
+// DefaultRetention, 7 days, by default; WithRetention(0) keeps records by
+// their counts alone. A record's age is measured by the Store's clock,
+// the one a schedule.Job on it computes its slots by, at each pruning.
+func WithRetention(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.retention = d })
 }
 
 // DefaultRunLimit is the runs in flight that the jobs on a Store share by

@@ -102,13 +102,16 @@ RETURNING stop_asked`
 	// kept ($2 succeeded, $3 others), but never the job's last record,
 	// whatever its status: Last must still find where the job stopped;
 	// nor one of the newest keptStreak others that came after the job's
-	// latest Succeeded record: schedule.WithPauseOnFailures counts them.
+	// latest Succeeded record: schedule.WithPauseOnFailures counts them;
+	// nor one whose slot is at or after the cutoff $4 (WithRetention) and
+	// among the newest $5 of its kind (MaxRetained).
 	rankedSQL = `SELECT due, status, ROW_NUMBER() OVER (
 	PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn,
 	MAX(CASE WHEN status = 1 THEN due END) OVER () AS ok
 FROM {t} WHERE job = $1 AND status <> 0`
 	doomedSQL = `SELECT due FROM (` + rankedSQL + `) r WHERE ((status = 1 AND rn > $2) OR (status <> 1 AND rn > $3
 		AND (rn > ` + keptStreak + ` OR due < COALESCE(ok, ` + minDue + `))))
+	AND (due < $4 OR rn > $5)
 	AND due < (SELECT MAX(due) FROM {t} WHERE job = $1)`
 
 	// pruneMark finds the newest record pruning removes; pruneWater
@@ -119,7 +122,7 @@ FROM {t} WHERE job = $1 AND status <> 0`
 ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	WHEN excluded.pruned_until > {t}_jobs.pruned_until THEN excluded.pruned_until
 	ELSE {t}_jobs.pruned_until END`
-	pruneDelSQL = `DELETE FROM {t} WHERE job = $1 AND status <> 0 AND due <= $4 AND due IN (` + doomedSQL + `)`
+	pruneDelSQL = `DELETE FROM {t} WHERE job = $1 AND status <> 0 AND due <= $6 AND due IN (` + doomedSQL + `)`
 )
 
 // The statements of schema version 2.

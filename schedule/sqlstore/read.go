@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -96,17 +98,17 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.
 	return recs, nil
 }
 
-// Prune deletes the finished records of job past the counts that
-// WithHistory keeps, and returns how many it deleted. A slot whose record
+// Prune deletes the finished records of job that WithHistory and
+// WithRetention do not keep, and returns how many it deleted. A slot whose record
 // it deletes can no longer be claimed: the job's watermark, the newest Due
 // it deleted, is raised before the records go. Finish calls Prune after
 // every 16th Finish of the Store.
 func (s *Store) Prune(ctx context.Context, job string) (int64, error) {
 	s.mustBeMade()
-	keepOK, keepOther := s.opts.succeeded, s.opts.failed
+	keepOK, keepOther, cutoff, retained := s.opts.succeeded, s.opts.failed, s.cutoff(), s.opts.retained
 	var mark sql.NullInt64
 	err := s.retry(ctx, func() error {
-		return s.queryRow(ctx, s.q.pruneMark, job, keepOK, keepOther).Scan(&mark)
+		return s.queryRow(ctx, s.q.pruneMark, job, keepOK, keepOther, cutoff, retained).Scan(&mark)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
@@ -117,9 +119,21 @@ func (s *Store) Prune(ctx context.Context, job string) (int64, error) {
 	if _, err := s.exec(ctx, s.q.pruneWater, job, mark.Int64); err != nil {
 		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
 	}
-	n, err := s.exec(ctx, s.q.pruneDel, job, keepOK, keepOther, mark.Int64)
+	n, err := s.exec(ctx, s.q.pruneDel, job, keepOK, keepOther, cutoff, retained, mark.Int64)
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: pruning %s: %w", job, err)
 	}
 	return n, nil
+}
+
+// cutoff is the Due before which a record is too old for WithRetention to
+// keep: Go's clock less the retention, read once for each pruning, and
+// after every Due for WithRetention(0). Leases are measured by the
+// database's clock, which the replicas must agree on; an age is not: a
+// replica whose clock is a minute off keeps a minute more or less.
+func (s *Store) cutoff() int64 {
+	if s.opts.retention == 0 {
+		return math.MaxInt64
+	}
+	return time.Now().UnixNano() - int64(s.opts.retention)
 }

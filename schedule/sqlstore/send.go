@@ -129,11 +129,11 @@ func (s *Store) sendRenewals(ctx context.Context, rs []*request) error {
 // number: the watermarks, then the records.
 func (s *Store) sendPrune(ctx context.Context, rs []*request) error {
 	jobs := string(appendJobs(nil, rs))
-	keepOK, keepOther := s.opts.succeeded, s.opts.failed
-	if _, err := s.exec(ctx, s.bq.pruneWater, jobs, keepOK, keepOther); err != nil {
+	keepOK, keepOther, cutoff, retained := s.opts.succeeded, s.opts.failed, s.cutoff(), s.opts.retained
+	if _, err := s.exec(ctx, s.bq.pruneWater, jobs, keepOK, keepOther, cutoff, retained); err != nil {
 		return err
 	}
-	_, err := s.exec(ctx, s.bq.pruneDel, jobs, keepOK, keepOther)
+	_, err := s.exec(ctx, s.bq.pruneDel, jobs, keepOK, keepOther, cutoff, retained)
 	return err
 }
 

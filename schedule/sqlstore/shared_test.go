@@ -295,7 +295,7 @@ func racingClaims(t *testing.T, b backend, dsn string, max int) int {
 // decided (BufferOne, Replace), or owe it for good (a catch-up).
 func TestClaimRunOfAPrunedSlot(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 0))
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 0), sqlstore.WithRetention(0))
 		for i := range 5 {
 			r := running("j", i, "a")
 			r.Status = schedule.Succeeded

@@ -291,7 +291,7 @@ func TestReclaimRace(t *testing.T) {
 
 func TestPrune(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(3, 1))
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(3, 1), sqlstore.WithRetention(0))
 		// Claim records any status: finished records without Finish,
 		// which would prune on its own.
 		for i := range 20 {
@@ -349,7 +349,7 @@ func TestPrune(t *testing.T) {
 // restart where the job stopped.
 func TestPruneKeepsTheLastRecord(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 0))
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 0), sqlstore.WithRetention(0))
 		finish := func(job string, i int, st schedule.Status) {
 			r := running(job, i, "a")
 			require.NoError(t, s.Claim(ctx, r))
@@ -373,17 +373,17 @@ func TestPruneKeepsTheLastRecord(t *testing.T) {
 		assert.Len(t, h, 2, "the last record, failed, and one succeeded")
 		h, err = s.History(ctx, "only-failed", 10)
 		require.NoError(t, err)
-		assert.Len(t, h, 2, "no record succeeded: the others are kept, up to 100, for a count of failures")
+		assert.Len(t, h, 2, "no record succeeded: the others are kept, up to 432, for a count of failures")
 	})
 }
 
 // TestPruneKeepsTheFailuresInARow prunes, alone and in batches, a job
 // whose records after its latest Succeeded one are more than the failed
-// ones kept: they stay, up to 100, since schedule.WithPauseOnFailures
+// ones kept: they stay, up to 432, since schedule.WithPauseOnFailures
 // counts them; those before it go, as the counts say.
 func TestPruneKeepsTheFailuresInARow(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 1))
+		s := newStore(t, b, b.dsn(t), sqlstore.WithHistory(1, 1), sqlstore.WithRetention(0))
 		statuses := []schedule.Status{schedule.Succeeded, schedule.Failed, schedule.Failed, schedule.Succeeded,
 			schedule.Failed, schedule.Skipped, schedule.Failed, schedule.Failed}
 		for i, st := range statuses {
