@@ -123,6 +123,7 @@ type handler struct {
 	cens    cache[census]
 	descs   sync.Map     // the descriptions of the specs shown, by spec and zone
 	ndescs  atomic.Int64 // descriptions made
+	done    onceSet      // the confirmations of bulk actions carried out
 }
 
 // jobInfo is one of Options.Jobs, with its spec read.

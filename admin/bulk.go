@@ -2,11 +2,14 @@ package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/circulation-go/circulation/cron"
 	"github.com/circulation-go/circulation/schedule"
@@ -56,6 +59,7 @@ type bulkPage struct {
 	Note     string   `json:"-"` // of a pause
 	For      string   `json:"-"`
 	Back     string   `json:"-"` // the list's page, relative
+	Once     string   `json:"-"` // names this confirmation: a form sent again does not act again
 	Warning  string   `json:"warning,omitempty"`
 }
 
@@ -158,9 +162,16 @@ func (h *handler) bulk(api bool) http.HandlerFunc {
 				return
 			}
 		} else if r.Form.Get("confirm") != "" {
+			if once := r.Form.Get("once"); once != "" && !h.done.add(once) {
+				// The result page reloaded, or the form sent twice: a
+				// Run must not run again.
+				h.fail(w, r, api, http.StatusConflict, "This bulk action was carried out already: sending it again does not repeat it.")
+				return
+			}
 			h.bulkAct(w, r, api, p, ts, pause)
 			return
 		}
+		p.Once = newOnce()
 		if api {
 			p.Items = ts
 			writeJSON(w, http.StatusOK, p)
@@ -281,4 +292,41 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// newOnce returns a name for a confirmation, which no other has.
+func newOnce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// An onceSet holds the names of the confirmations carried out, the newest
+// onceKept of them.
+type onceSet struct {
+	mu    sync.Mutex
+	seen  map[string]bool
+	order []string
+}
+
+// onceKept bounds the confirmations an onceSet remembers.
+const onceKept = 4096
+
+// add records once, and reports false if it was there already.
+func (s *onceSet) add(once string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[once] {
+		return false
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	if len(s.order) == onceKept {
+		delete(s.seen, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.seen[once] = true
+	s.order = append(s.order, once)
+	return true
 }

@@ -76,9 +76,13 @@ func TestBulkSelected(t *testing.T) {
 			assert.False(t, f.tasks()[name].Task.Paused, "%s paused before the confirmation", name)
 		}
 
-		res = f.post("/jobs/bulk", confirmForm(t, res.body, "note", "database upgrade", "for", "2h"))
+		confirmed := confirmForm(t, res.body, "note", "database upgrade", "for", "2h")
+		res = f.post("/jobs/bulk", confirmed)
 		require.Equal(t, 200, res.status, res.body)
 		assert.Contains(t, res.body, "Pause: 2 done")
+		again := f.post("/jobs/bulk", confirmed)
+		assert.Equal(t, 409, again.status, "the same confirmation sent again, as a reload of the result sends it")
+		assert.Contains(t, again.body, "carried out already")
 		assert.NotContains(t, res.body, "Not done")
 		ts := f.tasks()
 		for _, name := range []string{"a", "b"} {
