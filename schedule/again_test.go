@@ -101,38 +101,19 @@ func TestBackfillRunAgainNeedsAnAgainStore(t *testing.T) {
 // A Backfill with RunAgain hands each slot under the overlap policy, as
 // any Backfill: it never runs beside the job's runs beyond it.
 func TestBackfillRunAgainUnderEachOverlapPolicy(t *testing.T) {
-	for _, c := range []struct {
-		o   schedule.Overlap
-		max int
-	}{
-		{schedule.OverlapSkip, 1}, {schedule.OverlapBufferOne, 1}, {schedule.OverlapBufferAll, 1},
-		{schedule.OverlapReplace, 1}, {schedule.OverlapAllow, 2},
-	} {
-		t.Run(c.o.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				var l journal
-				opts := []schedule.Option{schedule.WithStore(schedule.NewMemoryStore(1000)),
-					schedule.WithObserver(l.observe), schedule.WithOverlap(c.o)}
-				if c.o == schedule.OverlapAllow {
-					opts = append(opts, schedule.WithMaxParallel(2))
-				}
-				j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(40*time.Second), opts...)
-				start(t, j)
-				time.Sleep(30 * time.Second)
-				p, err := j.Backfill(context.Background(), at(-20*time.Minute), at(0))
-				require.NoError(t, err)
-				require.Equal(t, 20, p.Done)
-				p, err = j.Backfill(context.Background(), at(-20*time.Minute), at(0), schedule.RunAgain())
-				require.NoError(t, err)
-				assert.Equal(t, 20, p.Done)
-				assert.Equal(t, 20, p.RanAgain+p.HadRecord)
-				assert.GreaterOrEqual(t, p.RanAgain, 19, "a slot replaced is Canceled, and runs again")
-				stop(t, j)
-				assert.LessOrEqual(t, l.maxRun, c.max)
-				assert.GreaterOrEqual(t, len(l.backfilled()), 20+p.RanAgain)
-			})
-		})
-	}
+	eachOverlapPolicy(t, func(t *testing.T, _ schedule.Overlap, most int, j *schedule.Job, l *journal) {
+		p, err := j.Backfill(context.Background(), at(-20*time.Minute), at(0))
+		require.NoError(t, err)
+		require.Equal(t, 20, p.Done)
+		p, err = j.Backfill(context.Background(), at(-20*time.Minute), at(0), schedule.RunAgain())
+		require.NoError(t, err)
+		assert.Equal(t, 20, p.Done)
+		assert.Equal(t, 20, p.RanAgain+p.HadRecord)
+		assert.GreaterOrEqual(t, p.RanAgain, 19, "a slot replaced is Canceled, and runs again")
+		stop(t, j)
+		assert.LessOrEqual(t, l.maxRun, most)
+		assert.GreaterOrEqual(t, len(l.backfilled()), 20+p.RanAgain)
+	})
 }
 
 // Two replicas sharing a store backfill the same range with RunAgain at

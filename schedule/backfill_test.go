@@ -280,6 +280,29 @@ func TestBackfillFromItsOwnFunc(t *testing.T) {
 // for the job to be free. A slot that falls due while a backfill's run is
 // in flight meets the policy as it would any run.
 func TestBackfillUnderEachOverlapPolicy(t *testing.T) {
+	eachOverlapPolicy(t, func(t *testing.T, o schedule.Overlap, most int, j *schedule.Job, l *journal) {
+		p, err := j.Backfill(context.Background(), at(-20*time.Minute), at(0))
+		require.NoError(t, err)
+		assert.Equal(t, 20, p.Done)
+		stop(t, j)
+		assert.LessOrEqual(t, l.maxRun, most)
+		assert.Len(t, l.backfilled(), 20)
+		for _, r := range l.recs() {
+			if r.Reason == schedule.Backfill && r.Status != schedule.Succeeded {
+				// Only a slot that fell due can cut a backfill's
+				// run short, and only by replacing it.
+				assert.Equal(t, schedule.OverlapReplace, o, "%+v", r)
+				assert.Equal(t, schedule.Canceled, r.Status, "%+v", r)
+			}
+		}
+	})
+}
+
+// eachOverlapPolicy runs f, on the fake clock, for each overlap policy,
+// with the most runs of a job it allows at once (two under OverlapAllow,
+// WithMaxParallel(2)), and a Job of it on a MemoryStore, every minute,
+// whose runs take 40s, started 30s ago, observed by l.
+func eachOverlapPolicy(t *testing.T, f func(t *testing.T, o schedule.Overlap, most int, j *schedule.Job, l *journal)) {
 	for _, c := range []struct {
 		o   schedule.Overlap
 		max int
@@ -298,20 +321,7 @@ func TestBackfillUnderEachOverlapPolicy(t *testing.T) {
 				j := schedule.NewJob("j", schedule.Every(time.Minute), l.work(40*time.Second), opts...)
 				start(t, j)
 				time.Sleep(30 * time.Second)
-				p, err := j.Backfill(context.Background(), at(-20*time.Minute), at(0))
-				require.NoError(t, err)
-				assert.Equal(t, 20, p.Done)
-				stop(t, j)
-				assert.LessOrEqual(t, l.maxRun, c.max)
-				assert.Len(t, l.backfilled(), 20)
-				for _, r := range l.recs() {
-					if r.Reason == schedule.Backfill && r.Status != schedule.Succeeded {
-						// Only a slot that fell due can cut a backfill's
-						// run short, and only by replacing it.
-						assert.Equal(t, schedule.OverlapReplace, c.o, "%+v", r)
-						assert.Equal(t, schedule.Canceled, r.Status, "%+v", r)
-					}
-				}
+				f(t, c.o, c.max, j, &l)
 			})
 		})
 	}

@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -19,26 +18,7 @@ import (
 // with RunAgain, called before those runs ended, runs none of them.
 func TestBackfillRunAgainAcrossStores(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
-		var mu sync.Mutex
-		runs := map[time.Time]int{}
-		work := func(ctx context.Context, r schedule.Run) error {
-			if r.Reason != schedule.Backfill {
-				return nil // a slot of the hour that fell due meanwhile
-			}
-			mu.Lock()
-			runs[r.Due]++
-			mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
-			return nil
-		}
-		var jobs []*schedule.Job
-		stores := []*sqlstore.Store{newStore(t, b, dsn, sqlstore.WithHistory(100, 100)), newStore(t, b, dsn, sqlstore.WithHistory(100, 100))}
-		for i, s := range stores {
-			j := schedule.NewJob("j", schedule.Every(time.Hour), work, schedule.WithStore(s), schedule.WithNode(string(rune('a'+i))))
-			require.NoError(t, j.Start(ctx))
-			jobs = append(jobs, j)
-		}
+		stores, jobs, counts := backfillers(t, b)
 		to := time.Now().Truncate(time.Hour)
 		from := to.Add(-24 * time.Hour)
 		p, err := jobs[0].Backfill(ctx, from, to)
@@ -60,12 +40,11 @@ func TestBackfillRunAgainAcrossStores(t *testing.T) {
 		}
 		wg.Wait()
 		assert.Equal(t, 24, again[0]+again[1], "by node: %v", again)
-		mu.Lock()
+		runs := counts()
 		assert.Len(t, runs, 24)
 		for due, n := range runs {
 			assert.Equal(t, 2, n, "slot %v: its first run, and one again", due)
 		}
-		mu.Unlock()
 		h, err := stores[0].History(ctx, "j", 100)
 		require.NoError(t, err)
 		backfilled := 0
