@@ -155,7 +155,7 @@ func pauseOptions(r *http.Request) ([]schedule.PauseOption, string) {
 	if f := strings.TrimSpace(r.FormValue("for")); f != "" {
 		d, err := time.ParseDuration(f)
 		if err != nil || d <= 0 {
-			return nil, "How long the pause lasts must be a duration such as 2h or 30m, not " + strconv.Quote(clipText(f)) + "."
+			return nil, "How long the pause lasts must be a duration such as 2h or 30m, not " + strconv.Quote(clipError(f)) + "."
 		}
 		opts = append(opts, schedule.ResumeAt(time.Now().Add(d)))
 	}
@@ -180,18 +180,6 @@ func back(r *http.Request, kind, name, did string) string {
 		return "./?" + v.Encode()
 	}
 	return kind + "?" + url.Values{"name": {name}, "done": {did}}.Encode()
-}
-
-// clipText returns s cut to 64 bytes, at a rune's start, for a message.
-func clipText(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	i := 64
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
 }
 
 // backfillRange returns the range of a backfill of the task name that r

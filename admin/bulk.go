@@ -224,7 +224,7 @@ func selection(sel []string) ([]target, string) {
 	for _, s := range sel {
 		kind, name, _ := strings.Cut(s, ":")
 		if (kind != kindTask && kind != kindJob) || name == "" {
-			return nil, "A selection is task:NAME or job:NAME, not " + strconv.Quote(clipText(s)) + "."
+			return nil, "A selection is task:NAME or job:NAME, not " + strconv.Quote(clipError(s)) + "."
 		}
 		t := target{Kind: kind, Name: name}
 		if !seen[t] {

@@ -215,8 +215,9 @@ func local(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05 MST")
 }
 
-// clipError returns an error's first line, cut to 120 bytes at a rune's
-// start, with "…" if anything was left out: what a list shows of it.
+// clipError returns a text's first line, cut to 120 bytes at a rune's
+// start, with "…" if anything was left out: what a list shows of an error,
+// and a message quotes of a value it refuses.
 func clipError(s string) string {
 	const most = 120
 	line, _, more := strings.Cut(s, "\n")
