@@ -14,15 +14,21 @@ type active struct {
 	store Store    // the job's store: WithStore's, or nil
 	own   *ownDues // without a store, the slots the job ran
 
-	runs    []flight      // runs in flight, to cancel on Stop and OverlapReplace
-	flights uint64        // the id of the latest flight
-	queue   []pending     // runs waiting for the runner (all policies but OverlapAllow)
-	runners int           // goroutines running the job's Func or about to
-	reports int           // runners passing the outcome of their last run to the Observer, no longer counted in runners
-	telling int           // calls of the job's methods passing records to the Observer (tellLocked)
-	report  chan struct{} // holds a token while a run's outcome reaches the Observer, but under OverlapAllow: one at a time, in order
-	idle    chan struct{} // closed once no runner is left and no callback of the job's timer runs
-	handed  time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
+	runs    []flight  // runs in flight, to cancel on Stop and OverlapReplace
+	flights uint64    // the id of the latest flight
+	queue   []pending // runs waiting for the runner (all policies but OverlapAllow)
+	runners int       // goroutines running the job's Func or about to
+	reports int       // runners passing the outcome of their last run to the Observer, no longer counted in runners
+	telling int       // calls of the job's methods passing records to the Observer (tellLocked)
+	// Under every policy but OverlapAllow, the outcomes of runs reach the
+	// Observer one at a time, in the order of the tickets their runners
+	// take under the lock as the runs end (turn): ticket is the next to
+	// take, served the one whose outcome may go now, and served a channel
+	// that a runner waiting for its turn makes, closed when served moves.
+	ticket, served uint64
+	turn           chan struct{}
+	idle           chan struct{} // closed once no runner is left and no callback of the job's timer runs
+	handed         time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
 	floor      time.Time // slots at or before it are never caught up: the job started, resumed or changed schedule then
 	missed     time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
@@ -129,9 +135,6 @@ func (j *Job) active(now time.Time) *active {
 		return j.x
 	}
 	x := &active{store: j.cfg.store, floor: now}
-	if j.cfg.observer != nil && j.cfg.overlap != OverlapAllow {
-		x.report = make(chan struct{}, 1)
-	}
 	if x.store == nil {
 		x.own = new(ownDues)
 	}

@@ -187,22 +187,65 @@ func (j *Job) report(f func(Record), p *pending, end time.Time, status Status, m
 // calls runtime.Goexit. Under every policy but OverlapAllow, where runs
 // follow one another, their outcomes reach the Observer one at a time and
 // in order: a run that a RunNow from the Observer started, or the next
-// slot's, runs at once, but its outcome waits for the Observer's call
-// before it to return.
-func (j *Job) reportEnded(x *active, p *pending) {
-	if j.cfg.overlap != OverlapAllow {
-		// A channel, not a mutex: in a testing/synctest bubble, a wait
-		// on a mutex would stop the bubble's clock.
-		x.report <- struct{}{}
-		defer func() { <-x.report }()
+// slot's, or a Backfill's, runs at once, but its outcome waits for the
+// Observer's call before it to return. ticket is the turn the runner took
+// (takeTurnLocked) as the run ended.
+func (j *Job) reportEnded(x *active, p *pending, ticket uint64) {
+	ordered := j.cfg.overlap != OverlapAllow
+	if ordered {
+		j.awaitTurn(x, ticket)
 	}
 	defer func() {
 		j.mu.Lock()
 		x.reports--
+		if ordered {
+			x.passTurnLocked()
+		}
 		j.quietLocked()
 		j.mu.Unlock()
 	}()
 	j.report(j.cfg.observer, p, p.ended.end, p.ended.status, p.ended.msg)
+}
+
+// takeTurnLocked returns the ticket of an outcome to pass to the
+// Observer in turn: the outcomes of the job's runs, under every policy but
+// OverlapAllow, are passed in the order their tickets were taken. The
+// ticket must be served: awaitTurn, then passTurnLocked. The caller holds
+// j.mu.
+func (x *active) takeTurnLocked() uint64 {
+	t := x.ticket
+	x.ticket++
+	return t
+}
+
+// awaitTurn waits until the outcome of ticket t may reach the Observer:
+// every outcome of an earlier ticket has. It waits on a channel, not a
+// mutex: in a testing/synctest bubble a wait on a mutex would stop the
+// bubble's clock.
+func (j *Job) awaitTurn(x *active, t uint64) {
+	for {
+		j.mu.Lock()
+		if x.served == t {
+			j.mu.Unlock()
+			return
+		}
+		if x.turn == nil {
+			x.turn = make(chan struct{})
+		}
+		turn := x.turn
+		j.mu.Unlock()
+		<-turn
+	}
+}
+
+// passTurnLocked serves the next ticket, waking the runners waiting for
+// theirs. The caller holds j.mu.
+func (x *active) passTurnLocked() {
+	x.served++
+	if x.turn != nil {
+		close(x.turn)
+		x.turn = nil
+	}
 }
 
 // outcome returns the status of a run and its error message, from the

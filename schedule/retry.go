@@ -94,10 +94,19 @@ func (j *Job) reportFailed(x *active, p *pending, end time.Time, msg string) {
 	if f == nil {
 		return
 	}
-	if !p.inline && x.report != nil {
-		x.report <- struct{}{}
-		defer func() { <-x.report }()
+	if p.inline || j.cfg.overlap == OverlapAllow {
+		j.report(f, p, end, Failed, msg)
+		return
 	}
+	j.mu.Lock()
+	t := x.takeTurnLocked()
+	j.mu.Unlock()
+	j.awaitTurn(x, t)
+	defer func() {
+		j.mu.Lock()
+		x.passTurnLocked()
+		j.mu.Unlock()
+	}()
 	j.report(f, p, end, Failed, msg)
 }
 

@@ -63,12 +63,13 @@ func (j *Job) runner(w *work) {
 		// leaves first; one with more runs queued keeps the job busy.
 		leaving := len(w.batch) == 0 && len(x.queue) == 0
 		x.reports++
+		ticket := x.takeTurnLocked()
 		if leaving {
 			normal = true
 			j.exitLocked(x)
 		}
 		j.mu.Unlock()
-		j.reportEnded(x, p)
+		j.reportEnded(x, p, ticket)
 		if leaving {
 			return
 		}
