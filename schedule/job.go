@@ -269,6 +269,7 @@ func (j *Job) handDueLocked(now time.Time, early bool) []Record {
 // Observer may call the job's methods.
 func (j *Job) observe(rs []Record) {
 	j.note(rs)
+	j.logMissed(rs)
 	for _, r := range rs {
 		if f := j.cfg.observer; f != nil {
 			f(r)

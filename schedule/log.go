@@ -18,8 +18,11 @@ import (
 // nothing. The messages are constant, the facts are attributes (job, due,
 // node, attempt, err, failed, took, store); docs/logging.md lists them:
 //
-//   - "schedule: store unreachable" (Error): a claim of a slot, or a
-//     Start's read of the last record, failed with a store error. Logged
+//   - "schedule: store unreachable" (Error): a claim of a slot, a
+//     Start's read of the last record, or the Finish (or Release) of a
+//     run's outcome failed with a store error: a run whose outcome was
+//     not written stays Running in the store, and a replica takes it over
+//     once its lease expires, Attempt + 1. Logged
 //     once per store and logger in the process when the outage starts,
 //     with the job and the error of the first failure, and not again
 //     until the store has answered.
@@ -37,6 +40,14 @@ import (
 //     lease was lost (ErrLeaseLost) or could not be renewed for a full
 //     lease (ErrLeaseNotRenewed), one line per run, with job, due, node,
 //     attempt and err.
+//   - "schedule: slots missed" (Warn): slots passed unrun, Missed (the
+//     job woke later than its grace period, as when its process was
+//     starved or suspended, or it started after them, and the Misfire
+//     policy or the catch-up window did not run them), with job and due
+//     of the first of them, and missed, the number of Missed slots of
+//     every job on that logger since the previous line. At most one line
+//     a minute per logger: the slots missed in between are counted in
+//     the next line, so that a herd of 100,000 missed slots logs one.
 //   - "schedule: job paused after failures" (Warn): WithPauseOnFailures
 //     paused the job, with job, due (of the last failed slot), node and
 //     failed (the slots that failed in a row).
@@ -53,6 +64,7 @@ const (
 	msgTakenOver  = "schedule: claim taken over"
 	msgLeaseLost  = "schedule: lease lost"
 	msgPausedSelf = "schedule: job paused after failures"
+	msgMissed     = "schedule: slots missed"
 )
 
 // logger returns the job's logger: WithLogger's, or slog.Default().
@@ -147,8 +159,8 @@ func (c *config) outageKey(s Store) outageKey {
 	return k
 }
 
-// heard notes the outcome of a claim in s: a failure other than ErrClaimed
-// or ErrBusy, while ctx lives, starts or continues the store's outage; an
+// heard notes the outcome of a claim, a Finish or a Release in s: a
+// failure other than ErrClaimed, ErrBusy or ErrLeaseLost, while ctx lives, starts or continues the store's outage; an
 // answer ends it. It costs an atomic load when the claim worked and no
 // store is down.
 func (j *Job) heard(ctx context.Context, s Store, err error) {
@@ -162,7 +174,7 @@ func (j *Job) heard(ctx context.Context, s Store, err error) {
 func (j *Job) heardSlow(ctx context.Context, s Store, err error) {
 	switch {
 	case s == nil: // the job's own memory, which never fails
-	case err == nil || errors.Is(err, ErrClaimed) || errors.Is(err, ErrBusy):
+	case err == nil || errors.Is(err, ErrClaimed) || errors.Is(err, ErrBusy) || errors.Is(err, ErrLeaseLost):
 		j.storeAnswered(s)
 	case ctx.Err() == nil:
 		j.storeFailed(s, err)

@@ -191,3 +191,65 @@ func TestLogDefaultSilentOnSuccess(t *testing.T) {
 	require.Len(t, lines, 1)
 	assert.Equal(t, "schedule: store unreachable", lines[0].Msg)
 }
+
+// A Finish that fails leaves the run Running in the store, to be run
+// again once taken over: it starts the store's outage as a failed claim
+// does, and the next answer ends it.
+func TestLogFinishFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h logRecorder
+		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(10)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), func(context.Context, schedule.Run) error { return nil },
+			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithLogger(slog.New(&h)))
+		store.set(func(s *scriptedStore) { s.finishDown = true })
+		start(t, j)
+		time.Sleep(15 * time.Second) // the finish of 10s fails
+		store.set(func(s *scriptedStore) { s.finishDown = false })
+		time.Sleep(10 * time.Second) // 25s: the claim of 20s answers
+		stop(t, j)
+		lines := h.got()
+		require.Len(t, lines, 2)
+		assert.Equal(t, logLine{Level: slog.LevelError, Msg: "schedule: store unreachable",
+			Attrs: map[string]any{"store": "*schedule_test.scriptedStore", "job": "j", "node": "n", "err": "connection refused"}}, lines[0])
+		assert.Equal(t, "schedule: store reachable again", lines[1].Msg)
+		assert.Equal(t, int64(1), lines[1].Attrs["failed"])
+		r, err := store.Last(context.Background(), "j")
+		require.NoError(t, err)
+		assert.Equal(t, at(20*time.Second), r.Due)
+	})
+}
+
+// Slots Missed by 1,000 jobs that start after them log one line, with
+// the first job's; those missed within the minute after it are counted in
+// the next line.
+func TestLogMissedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h logRecorder
+		p := schedule.Preset(schedule.WithNode("n"), schedule.WithLogger(slog.New(&h)))
+		f := func(context.Context, schedule.Run) error { return nil }
+		restart := func(name string) *schedule.Job {
+			store := schedule.NewMemoryStore(10)
+			last := schedule.Record{Job: name, Due: time.Now().Add(-55 * time.Second), Status: schedule.Succeeded}
+			require.NoError(t, store.Claim(context.Background(), last))
+			j := schedule.NewJob(name, schedule.Every(10*time.Second), f, p, schedule.WithStore(store))
+			start(t, j)
+			return j
+		}
+		time.Sleep(5 * time.Second)
+		var jobs []*schedule.Job
+		for i := range 1000 {
+			jobs = append(jobs, restart("j"+strconv.Itoa(i))) // 4 slots Missed each, the 5th caught up
+		}
+		assert.Equal(t, []logLine{{Level: slog.LevelWarn, Msg: "schedule: slots missed",
+			Attrs: map[string]any{"job": "j0", "due": at(-40 * time.Second), "node": "n", "missed": int64(4)}}}, h.got())
+		time.Sleep(time.Minute)
+		jobs = append(jobs, restart("late"))
+		for _, j := range jobs {
+			stop(t, j)
+		}
+		lines := h.got()
+		require.Len(t, lines, 2)
+		assert.Equal(t, "late", lines[1].Attrs["job"])
+		assert.Equal(t, int64(999*4+4), lines[1].Attrs["missed"])
+	})
+}

@@ -42,6 +42,7 @@ type scriptedStore struct {
 	*schedule.MemoryStore
 	mu         sync.Mutex
 	claimsDown bool
+	finishDown bool
 	lastDown   bool
 	slowLast   time.Duration
 }
@@ -70,6 +71,16 @@ func (s *scriptedStore) ClaimRun(ctx context.Context, r schedule.Record, c sched
 		return time.Time{}, errDown
 	}
 	return s.MemoryStore.ClaimRun(ctx, r, c)
+}
+
+func (s *scriptedStore) Finish(ctx context.Context, r schedule.Record) error {
+	s.mu.Lock()
+	down := s.finishDown
+	s.mu.Unlock()
+	if down {
+		return errDown
+	}
+	return s.MemoryStore.Finish(ctx, r)
 }
 
 func (s *scriptedStore) Last(ctx context.Context, job string) (schedule.Record, error) {

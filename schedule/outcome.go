@@ -94,6 +94,10 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 		if ferr != nil {
 			msg = joinErr(msg, "schedule: finish: "+ferr.Error())
 		}
+		// A Finish or a Release that fails leaves the claim Running, to be
+		// taken over once its lease expires and run again: it counts in
+		// the store's outage as a failed claim does.
+		j.heard(context.Background(), x.store, ferr)
 	}
 	if renew != nil {
 		j.stopRenewal(x, renew)
