@@ -87,11 +87,12 @@ func (h *handler) action(verb string, api bool) http.HandlerFunc {
 			return
 		}
 		h.snaps.stale()
+		ok := h.audit(r, cron.AuditEntry{Action: verb, Kind: kind, Name: name, Detail: actionDetail(r, verb)})
 		if api {
-			writeJSON(w, http.StatusOK, done{Kind: kind, Name: name, Done: verb})
+			writeJSON(w, http.StatusOK, done{Kind: kind, Name: name, Done: verb, Audit: auditNote(ok)})
 			return
 		}
-		redirect(w, back(r, kind, name, verb))
+		redirect(w, unaudited(back(r, kind, name, verb), ok))
 	}
 }
 
@@ -139,6 +140,31 @@ type done struct {
 	Name    string `json:"name"`
 	Done    string `json:"done"`
 	Version int64  `json:"version,omitempty"` // of a definition created or updated
+	Audit   string `json:"audit,omitempty"`   // set if the change was made but not written to the audit log
+}
+
+// actionDetail says in words what r asked of the action verb beyond its
+// name: a pause's note and length, a backfill's range.
+func actionDetail(r *http.Request, verb string) string {
+	var parts []string
+	switch verb {
+	case "pause":
+		if note := strings.TrimSpace(r.FormValue("note")); note != "" {
+			parts = append(parts, "note "+strconv.Quote(note))
+		}
+		if d := strings.TrimSpace(r.FormValue("for")); d != "" {
+			parts = append(parts, "for "+d)
+		}
+	case "backfill":
+		parts = append(parts, "from "+r.FormValue("from")+" to "+r.FormValue("to"))
+		if r.FormValue("again") != "" {
+			parts = append(parts, "running again the slots that ran")
+		}
+	}
+	if r.FormValue("do") != "" {
+		parts = append(parts, "bulk")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // pauseOptions returns the options of a pause that r asks for: its

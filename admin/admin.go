@@ -44,6 +44,19 @@ type Options struct {
 	// runs it shows of a task pass over their days. Without it, a task's
 	// page still shows its next runs as its Table runs them.
 	Calendars Calendars
+	// Audit, if set, keeps an entry for each change made through the
+	// page: a task or job run, paused, resumed or backfilled, a
+	// definition or calendar created, edited (with the fields it changed)
+	// or deleted, each of a bulk action's; such as *sqlstore.Definitions,
+	// which keeps them beside the definitions, where the command-line tool
+	// writes its own. The page shows them (audit, and the latest on a
+	// task's or job's page). An entry is written once its change is made;
+	// if it cannot be, the change stands and the page says so.
+	Audit cron.Auditor
+	// Actor names the user of r in the entries of Audit: what the
+	// service's own middleware, before the handler, left in r. Nil, or an
+	// empty name, leaves the entry's Actor empty ("unknown").
+	Actor func(r *http.Request) string
 	// Authorize reports whether r may change anything: run, pause,
 	// resume, create, edit, delete. It is called for every write, and for
 	// every page, to show its buttons or not. Nil makes the page
@@ -232,6 +245,8 @@ func (h *handler) routes() {
 	handle("GET", "/api/job", h.detail(kindJob))
 	handle("GET", "/api/definition", h.definition)
 	handle("GET", "/api/preview", h.preview)
+	handle("GET", "/audit", h.auditLog(false))
+	handle("GET", "/api/audit", h.auditLog(true))
 	handle("GET", "/calendars", h.calendars)
 	handle("GET", "/api/calendars", h.calendars)
 	handle("GET", "/new-calendar", h.write(h.newCalendarForm))

@@ -68,8 +68,11 @@ type bulkResult struct {
 	Do     string        `json:"do"`
 	Done   int           `json:"done"`
 	Failed []bulkFailure `json:"failed"`
-	Verb   string        `json:"-"`
-	Back   string        `json:"-"`
+	// Unaudited counts the tasks and jobs acted on whose entries could not
+	// be written to the audit log.
+	Unaudited int    `json:"unaudited,omitempty"`
+	Verb      string `json:"-"`
+	Back      string `json:"-"`
 }
 
 // A bulkFailure is a task or job a bulk action could not act on, and why.
@@ -192,12 +195,16 @@ func (h *handler) bulk(api bool) http.HandlerFunc {
 // failed, and why.
 func (h *handler) bulkAct(w http.ResponseWriter, r *http.Request, api bool, p bulkPage, ts []target, pause []schedule.PauseOption) {
 	res := bulkResult{Do: p.Do, Verb: p.Verb, Back: p.Back, Failed: []bulkFailure{}}
+	detail := actionDetail(r, p.Do)
 	for _, t := range ts {
 		if err := h.act(p.Do, t.Kind, t.Name, pause); err != nil {
 			res.Failed = append(res.Failed, bulkFailure{Kind: t.Kind, Name: t.Name, Error: bulkError(err)})
 			continue
 		}
 		res.Done++
+		if !h.audit(r, cron.AuditEntry{Action: p.Do, Kind: t.Kind, Name: t.Name, Detail: detail}) {
+			res.Unaudited++
+		}
 	}
 	h.snaps.stale()
 	h.render(w, r, api, http.StatusOK, "bulk-done.html", res)

@@ -172,11 +172,12 @@ func (h *handler) saveCalendar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.snaps.stale()
-	did := "calendar-updated"
+	did, action := "calendar-updated", "edit"
 	if create {
-		did = "calendar-created"
+		did, action = "calendar-created", "create"
 	}
-	redirect(w, "calendars?done="+did)
+	ok := h.audit(r, cron.AuditEntry{Action: action, Kind: "calendar", Name: c.Name, Detail: calendarDetail(c)})
+	redirect(w, unaudited("calendars?done="+did, ok))
 }
 
 // calendarRefused says why the Calendars refused a write of the calendar
@@ -222,7 +223,8 @@ func (h *handler) removeCalendar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.snaps.stale()
-	redirect(w, "calendars?done=calendar-deleted")
+	ok := h.audit(r, cron.AuditEntry{Action: "delete", Kind: "calendar", Name: name})
+	redirect(w, unaudited("calendars?done=calendar-deleted", ok))
 }
 
 // excluding returns s without the days of the calendars names, which
@@ -258,4 +260,16 @@ func (h *handler) excluding(ctx context.Context, s schedule.Schedule, names []st
 		s = schedule.Except(s, days)
 	}
 	return s, nil
+}
+
+// calendarDetail says in words what a calendar saved holds.
+func calendarDetail(c cron.Calendar) string {
+	s := "days " + strings.Join(c.Days, ",")
+	if len(c.Days) == 0 {
+		s = "no days"
+	}
+	if c.Zone != "" {
+		s += ", zone " + c.Zone
+	}
+	return s
 }

@@ -277,10 +277,14 @@ func (h *handler) save(api bool) http.HandlerFunc {
 		}
 		ctx := r.Context()
 		var v int64
+		var old cron.Task // what the edit changes, for the audit log
 		if err == nil {
 			if create {
 				v, err = h.o.Definitions.Create(ctx, t)
 			} else {
+				if h.o.Audit != nil {
+					old, _, _ = h.o.Definitions.Get(ctx, t.Name)
+				}
 				v, err = h.o.Definitions.Update(ctx, t, f.Version)
 			}
 		}
@@ -300,14 +304,22 @@ func (h *handler) save(api bool) http.HandlerFunc {
 		}
 		h.snaps.stale()
 		did := "updated"
+		e := cron.AuditEntry{Action: "edit", Kind: kindTask, Name: t.Name}
 		if create {
 			did = "created"
+			e.Action, e.Detail = "create", taskCreated(t)
+		} else {
+			if old.Name == "" {
+				old.Name = t.Name // not read: every field shows as changed
+			}
+			e.Detail = taskChanges(old, t)
 		}
+		ok := h.audit(r, e)
 		if api {
-			writeJSON(w, http.StatusOK, done{Kind: kindTask, Name: t.Name, Done: did, Version: v})
+			writeJSON(w, http.StatusOK, done{Kind: kindTask, Name: t.Name, Done: did, Version: v, Audit: auditNote(ok)})
 			return
 		}
-		redirect(w, kindTask+"?"+url.Values{"name": {t.Name}, "done": {did}}.Encode())
+		redirect(w, unaudited(kindTask+"?"+url.Values{"name": {t.Name}, "done": {did}}.Encode(), ok))
 	}
 }
 
@@ -390,11 +402,12 @@ func (h *handler) remove(api bool) http.HandlerFunc {
 			return
 		}
 		h.snaps.stale()
+		ok := h.audit(r, cron.AuditEntry{Action: "delete", Kind: kindTask, Name: name})
 		if api {
-			writeJSON(w, http.StatusOK, done{Kind: kindTask, Name: name, Done: "deleted"})
+			writeJSON(w, http.StatusOK, done{Kind: kindTask, Name: name, Done: "deleted", Audit: auditNote(ok)})
 			return
 		}
-		redirect(w, "./?done=deleted")
+		redirect(w, unaudited("./?done=deleted", ok))
 	}
 }
 

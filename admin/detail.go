@@ -20,20 +20,27 @@ const upcoming = 10
 // its history, newest first.
 type detail struct {
 	row
-	Definition *cron.Task  `json:"definition,omitempty"` // a task's, with its defaults spelled out
-	Loaded     bool        `json:"loaded"`               // the Table runs the task; false if only defined yet
-	Upcoming   []time.Time `json:"upcoming"`             // its next runs, in its zone
-	History    []record    `json:"history"`
-	Page       int         `json:"page"` // of the history, from 1
-	PageSize   int         `json:"pageSize"`
-	More       bool        `json:"more"` // an older page of history exists
-	Warning    string      `json:"warning,omitempty"`
-	Remaining  *int        `json:"remaining,omitempty"` // the runs its MaxRuns leaves; nil without one
-	Backfill   *backfill   `json:"backfill,omitempty"`  // its latest backfill on this replica`
-	Back       string      `json:"-"`                   // the page's own URL, relative
-	PrevPage   string      `json:"-"`
-	NextPage   string      `json:"-"`
+	Definition *cron.Task   `json:"definition,omitempty"` // a task's, with its defaults spelled out
+	Loaded     bool         `json:"loaded"`               // the Table runs the task; false if only defined yet
+	Upcoming   []time.Time  `json:"upcoming"`             // its next runs, in its zone
+	History    []record     `json:"history"`
+	Page       int          `json:"page"` // of the history, from 1
+	PageSize   int          `json:"pageSize"`
+	More       bool         `json:"more"` // an older page of history exists
+	Warning    string       `json:"warning,omitempty"`
+	Remaining  *int         `json:"remaining,omitempty"` // the runs its MaxRuns leaves; nil without one
+	Backfill   *backfill    `json:"backfill,omitempty"`  // its latest backfill on this replica`
+	Audited    bool         `json:"-"`                   // an audit log is kept: Changes are read
+	Changes    []auditEntry `json:"changes,omitempty"`   // its latest entries in the audit log, newest first
+	AuditLink  string       `json:"-"`
+	Back       string       `json:"-"` // the page's own URL, relative
+	PrevPage   string       `json:"-"`
+	NextPage   string       `json:"-"`
 }
+
+// recentChanges is how many entries of the audit log a task's or job's
+// page shows.
+const recentChanges = 5
 
 // detail serves the page of a task or a job, and api/task and api/job:
 // kind and name=, and page= of its history.
@@ -124,6 +131,15 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 		}
 		if d.History == nil {
 			d.History = []record{}
+		}
+		if h.o.Audit != nil {
+			var warning string
+			d.Audited = true
+			d.Changes, warning = h.readAudit(r, cron.AuditQuery{Name: name, Limit: recentChanges})
+			if warning != "" && d.Warning == "" {
+				d.Warning = warning
+			}
+			d.AuditLink = "audit?" + url.Values{"name": {name}}.Encode()
 		}
 		d.Back = kind + "?" + url.Values{"name": {name}}.Encode()
 		if page > 1 {

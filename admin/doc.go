@@ -63,6 +63,8 @@
 //	GET  /new-calendar, /edit-calendar?name=  the forms of a calendar (Calendars, Authorize)
 //	POST /create-calendar, /update-calendar   a calendar's form, with version= for update
 //	POST /delete-calendar       name=, version=; refused while a task names it
+//	GET  /audit?name=&before=   the audit log (Audit): who did what, when, newest first; of one
+//	                            task, job or calendar with name=, older than the id before=
 //	GET  /static/{file}         the page's CSS and script
 //
 // The same data as JSON, for scripts:
@@ -78,8 +80,10 @@
 //	GET  /api/definition?name=  {"task": cron.Task, "version"}
 //	GET  /api/preview?spec=&zone=&calendars=  {"spec", "zone", "description", "next", "nextText"}, or 422 and "error", "field"
 //	GET  /api/calendars         {"calendars": [cron.Calendar]}
+//	GET  /api/audit?name=&before=  {"name", "entries": [cron.AuditEntry], "before" (of the older page, if any)}
 //	POST /api/run, /api/pause, /api/resume, /api/backfill, /api/cancel-backfill
-//	                            as the forms; {"kind", "name", "done"}
+//	                            as the forms; {"kind", "name", "done"}, and "audit" if the change
+//	                            was made but its entry not written to the audit log
 //	POST /api/bulk              as the form; without confirm=1 {"do", "count", "all", "items":
 //	                            [{"kind", "name"}]}, and with it {"do", "done": n, "failed":
 //	                            [{"kind", "name", "error"}]}; 422 above MaxBulk, 409 if

@@ -89,8 +89,12 @@ type frame struct {
 	HasCals bool   // Calendars are set: the page lists them
 	Refresh int64  // milliseconds between refreshes; 0 for none
 	Flash   string // what the last write did
-	Status  int
-	Data    any
+	// Unaudited: the last write was made, but not written to the audit
+	// log.
+	Unaudited bool
+	HasAudit  bool // Audit is set: the page shows the audit log
+	Status    int
+	Data      any
 }
 
 // buttons are what the buttons of a job need: its run, pause and resume
@@ -115,7 +119,8 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, api bool, statu
 		return
 	}
 	f := frame{Title: h.o.Title, Write: h.canWrite(r), Editing: h.o.Definitions != nil && h.o.Table != nil,
-		HasCals: h.o.Calendars != nil, Flash: flashes[r.URL.Query().Get("done")], Status: status, Data: data}
+		HasCals: h.o.Calendars != nil, Flash: flashes[r.URL.Query().Get("done")], Status: status, Data: data,
+		Unaudited: r.URL.Query().Get("audit") == "failed", HasAudit: h.o.Audit != nil}
 	if h.o.Refresh > 0 && status < 400 {
 		f.Refresh = h.o.Refresh.Milliseconds()
 	}

@@ -126,9 +126,13 @@ func serve(ctx context.Context, c config, out io.Writer, ready func(url string))
 		Specs:       map[string]string{"heartbeat": "@every 10s"},
 		Store:       store,
 		Definitions: defs,
-		Authorize:   func(r *http.Request) bool { return userOf(r) == "admin" },
-		Location:    c.location,
-		Title:       "Example shop: scheduled jobs",
+		// Each change made on the page is kept beside the definitions,
+		// with the user who made it.
+		Audit:     defs,
+		Actor:     userOf,
+		Authorize: func(r *http.Request) bool { return userOf(r) == "admin" },
+		Location:  c.location,
+		Title:     "Example shop: scheduled jobs",
 		// The overview lists the nodes of the store's table: a
 		// sqlstore.Node converts to an admin.Node, field for field.
 		Nodes: func(ctx context.Context) ([]admin.Node, error) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,25 @@ func TestService(t *testing.T) {
 		get("api/task?name=" + url.QueryEscape("shop-4 report"))
 		return task.Loaded
 	})
+
+	// The audit log, in the SQLite file, says who did what.
+	code, body := do("GET", "api/audit", "viewer", "v-secret", nil)
+	if code != 200 {
+		t.Fatalf("GET api/audit: %d: %s", code, body)
+	}
+	var log struct {
+		Entries []struct{ Actor, Action, Kind, Name string } `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(body), &log); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ Actor, Action, Kind, Name string }{
+		{"admin", "create", "task", "shop-4 report"},
+		{"admin", "run", "task", "shop-3 weekly digest"},
+	}
+	if !reflect.DeepEqual(log.Entries, want) {
+		t.Errorf("the audit log: %+v, want %+v", log.Entries, want)
+	}
 }
 
 // waitFor calls cond until it holds, for 30 seconds at most: the service

@@ -39,6 +39,7 @@ type Definitions struct {
 	s  *Store
 	q  defQueries
 	cq calQueries
+	aq auditQueries
 	// changes receives, without blocking, after each write that
 	// committed; written by the writers, read by a follower.
 	changes chan struct{}
@@ -82,7 +83,7 @@ func newDefinitions(s *Store) *Definitions {
 		current:     q.rewrite(currentTaskSQL),
 		get:         q.rewrite(getTaskSQL),
 		list:        q.rewrite(listTasksSQL),
-	}, cq: newCalQueries(q), changes: make(chan struct{}, 1)}
+	}, cq: newCalQueries(q), aq: newAuditQueries(q), changes: make(chan struct{}, 1)}
 }
 
 // Create saves t, a new definition, at version 1, with Created set to now

@@ -22,7 +22,7 @@ func Drop(ctx context.Context, db *sql.DB, d Dialect, table string) error {
 		return fmt.Errorf("sqlstore: Drop(%q): want 1 to 48 of [a-z0-9_], not starting with a digit", table)
 	}
 	stmts := []string{"DROP VIEW IF EXISTS " + table + "_readable"}
-	for _, suffix := range []string{"", "_jobs", "_schema", "_tasks", "_tasks_version", "_since", "_nodes", "_calendars"} {
+	for _, suffix := range []string{"", "_jobs", "_schema", "_tasks", "_tasks_version", "_since", "_nodes", "_calendars", "_audit"} {
 		stmts = append(stmts, "DROP TABLE IF EXISTS "+table+suffix)
 	}
 	if d == PostgreSQL {

@@ -95,6 +95,11 @@ func (m migration) statements(d Dialect, table string) []string {
 // (cron.Task.Calendars), joined by commas (empty for none: a calendar's name
 // has no comma), the default of the rows that a replica of version 8
 // writes.
+//
+// Version 10: the audit log of the definitions ({t}_audit, see
+// Definitions.Audit): one row a cron.AuditEntry, its time in Unix
+// nanoseconds, numbered in the order rows are kept; a replica of version
+// 9 writes none.
 var migrations = []migration{{all: []string{
 	`CREATE TABLE {t} (
 	job         TEXT     NOT NULL,
@@ -265,6 +270,25 @@ FROM {t}`,
 	created_at TEXT   NOT NULL,
 	updated_at TEXT   NOT NULL
 )`},
+}, {
+	postgres: []string{`CREATE TABLE {t}_audit (
+	id     BIGSERIAL PRIMARY KEY,
+	at_ns  BIGINT    NOT NULL,
+	actor  TEXT      NOT NULL,
+	action TEXT      NOT NULL,
+	kind   TEXT      NOT NULL,
+	name   TEXT      NOT NULL,
+	detail TEXT      NOT NULL
+)`, `CREATE INDEX {t}_audit_name ON {t}_audit (name, id)`},
+	sqlite: []string{`CREATE TABLE {t}_audit (
+	id     INTEGER PRIMARY KEY AUTOINCREMENT,
+	at_ns  BIGINT  NOT NULL,
+	actor  TEXT    NOT NULL,
+	action TEXT    NOT NULL,
+	kind   TEXT    NOT NULL,
+	name   TEXT    NOT NULL,
+	detail TEXT    NOT NULL
+)`, `CREATE INDEX {t}_audit_name ON {t}_audit (name, id)`},
 }}
 
 func init() {

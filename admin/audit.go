@@ -1,0 +1,169 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/circulation-go/circulation/cron"
+)
+
+// audit keeps e, done by the user of r, in Options.Audit, if set, and
+// reports whether it did not fail; a failure does not undo the change,
+// and the page says that it went unrecorded (unaudited).
+func (h *handler) audit(r *http.Request, e cron.AuditEntry) bool {
+	if h.o.Audit == nil {
+		return true
+	}
+	if h.o.Actor != nil {
+		e.Actor = h.o.Actor(r)
+	}
+	return h.o.Audit.Audit(r.Context(), e) == nil
+}
+
+// unaudited returns target, a redirect, with audit=failed added to its
+// query unless ok: the page it leads to then says that the change was not
+// written to the audit log.
+func unaudited(target string, ok bool) string {
+	if ok {
+		return target
+	}
+	if strings.Contains(target, "?") {
+		return target + "&audit=failed"
+	}
+	return target + "?audit=failed"
+}
+
+// auditNote is what a JSON write says of an entry that failed.
+func auditNote(ok bool) string {
+	if ok {
+		return ""
+	}
+	return "the change was made, but not written to the audit log"
+}
+
+// taskCreated says in words what a task created is.
+func taskCreated(t cron.Task) string {
+	s := fmt.Sprintf("spec %q, handler %q", t.Spec, t.Handler)
+	if t.Zone != "" {
+		s += ", zone " + t.Zone
+	}
+	if t.Paused {
+		s += ", paused"
+	}
+	return s
+}
+
+// taskChanges says in words which fields of a task's definition an edit
+// changed, by their JSON names: "spec: "0 9 * * *" → "0 10 * * *"".
+// Created, which an edit keeps, is left out; so is a field whose value
+// reads the same.
+func taskChanges(old, t cron.Task) string {
+	ov, nv := reflect.ValueOf(old), reflect.ValueOf(t)
+	var b strings.Builder
+	for i := range ov.NumField() {
+		f := ov.Type().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || name == "created" {
+			continue
+		}
+		a, z := auditValue(ov.Field(i)), auditValue(nv.Field(i))
+		if a == z {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s → %s", name, a, z)
+	}
+	if b.Len() == 0 {
+		return "no field changed"
+	}
+	return b.String()
+}
+
+// auditValue is a field's value as an entry's detail shows it.
+func auditValue(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case string:
+		return strconv.Quote(x)
+	case time.Time:
+		if x.IsZero() {
+			return "none"
+		}
+		return x.UTC().Format(time.RFC3339)
+	case []string:
+		if len(x) == 0 {
+			return "none"
+		}
+		return strings.Join(x, ",")
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// auditPage is the data of the audit log's page and of api/audit.
+type auditPage struct {
+	Name    string       `json:"name,omitempty"` // the task, job or calendar whose entries these are; empty for all
+	Entries []auditEntry `json:"entries"`
+	Older   string       `json:"-"`                 // the query of the page of older entries, empty if none
+	Before  int64        `json:"before,omitempty"`  // what Older asks for, for scripts
+	Warning string       `json:"warning,omitempty"` // why the log could not be read
+}
+
+// auditEntry is a cron.AuditEntry as the page shows it, its time in the
+// page's zone.
+type auditEntry struct {
+	cron.AuditEntry
+	Link string `json:"-"` // the page of what it concerns, if it has one
+}
+
+// auditLog serves audit and api/audit: the newest entries, of the task,
+// job or calendar name= if given, older than the id before= if given.
+func (h *handler) auditLog(api bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h.o.Audit == nil {
+			h.fail(w, r, api, http.StatusNotFound, "No audit log is kept here.")
+			return
+		}
+		q := cron.AuditQuery{Name: r.FormValue("name"), Limit: h.o.PageSize}
+		q.Before, _ = strconv.ParseInt(r.FormValue("before"), 10, 64)
+		p := auditPage{Name: q.Name}
+		p.Entries, p.Warning = h.readAudit(r, q)
+		if n := len(p.Entries); n == q.Max() {
+			p.Before = p.Entries[n-1].ID
+			v := url.Values{"before": {strconv.FormatInt(p.Before, 10)}}
+			if q.Name != "" {
+				v.Set("name", q.Name)
+			}
+			p.Older = v.Encode()
+		}
+		if p.Entries == nil {
+			p.Entries = []auditEntry{}
+		}
+		h.render(w, r, api, http.StatusOK, "audit.html", p)
+	}
+}
+
+// readAudit reads the entries q selects, or says why it could not.
+func (h *handler) readAudit(r *http.Request, q cron.AuditQuery) ([]auditEntry, string) {
+	es, err := h.o.Audit.AuditLog(r.Context(), q)
+	if err != nil {
+		return nil, "The audit log could not be read: " + err.Error()
+	}
+	out := make([]auditEntry, len(es))
+	for i, e := range es {
+		e.At = e.At.In(h.o.Location)
+		out[i] = auditEntry{AuditEntry: e}
+		switch {
+		case e.Kind == kindTask || e.Kind == kindJob:
+			out[i].Link = e.Kind + "?" + url.Values{"name": {e.Name}}.Encode()
+		case e.Kind == "calendar" && h.o.Calendars != nil:
+			out[i].Link = "calendars"
+		}
+	}
+	return out, ""
+}
