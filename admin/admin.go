@@ -53,10 +53,10 @@ type Options struct {
 	// task's or job's page). An entry is written once its change is made;
 	// if it cannot be, the change stands and the page says so.
 	Audit cron.Auditor
-	// Actor names the user of r in the entries of Audit: what the
-	// service's own middleware, before the handler, left in r. Nil, or an
-	// empty name, leaves the entry's Actor empty ("unknown").
-	Actor func(r *http.Request) string
+	// User names the user of r in the entries of Audit (their Actor):
+	// what the service's own middleware, before the handler, left in r.
+	// Nil, or an empty name, leaves the entry's Actor empty ("unknown").
+	User func(r *http.Request) string
 	// Authorize reports whether r may change anything: run, pause,
 	// resume, create, edit, delete. It is called for every write, and for
 	// every page, to show its buttons or not. Nil makes the page

@@ -19,8 +19,8 @@ func (h *handler) audit(r *http.Request, e cron.AuditEntry) bool {
 	if h.o.Audit == nil {
 		return true
 	}
-	if h.o.Actor != nil {
-		e.Actor = h.o.Actor(r)
+	if h.o.User != nil {
+		e.Actor = h.o.User(r)
 	}
 	return h.o.Audit.Audit(r.Context(), e) == nil
 }

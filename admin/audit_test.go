@@ -67,7 +67,7 @@ func (a *memAudit) summary() []string {
 func auditing(a *memAudit) func(*admin.Options) {
 	return func(o *admin.Options) {
 		o.Audit = a
-		o.Actor = func(r *http.Request) string { return r.Header.Get("X-User") }
+		o.User = func(r *http.Request) string { return r.Header.Get("X-User") }
 	}
 }
 

@@ -129,7 +129,7 @@ func serve(ctx context.Context, c config, out io.Writer, ready func(url string))
 		// Each change made on the page is kept beside the definitions,
 		// with the user who made it.
 		Audit:     defs,
-		Actor:     userOf,
+		User:      userOf,
 		Authorize: func(r *http.Request) bool { return userOf(r) == "admin" },
 		Location:  c.location,
 		Title:     "Example shop: scheduled jobs",
