@@ -116,6 +116,8 @@ func TestRoutes(t *testing.T) {
 			{"GET", "/jobs/api/preview?spec=0+25+*+*+*", 422, js},
 			{"GET", "/jobs/api/preview?spec=0+9+*+*+*&zone=Mars/Olympus", 422, js},
 			{"GET", "/jobs/api/nope", 404, js},
+			{"GET", "/jobs/audit", 404, html}, // no Audit
+			{"GET", "/jobs/api/audit", 404, js},
 			{"POST", "/jobs/", 405, html},
 			{"GET", "/jobs/run", 405, html},
 			{"DELETE", "/jobs/api/delete", 405, js},
@@ -311,12 +313,13 @@ func TestEscaped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const evil = `<script>alert("x")</script>`
 		bad := cron.Task{Name: evil, Handler: "fail", BusinessID: `<img src=x onerror=alert(1)>`, Spec: "0 9 * * *", Permanent: true}
-		f := newFixture(t, nil, bad)
+		f := newFixture(t, auditing(new(memAudit)), bad)
 		defer f.stop()
-		require.Equal(t, 303, f.post("/jobs/run", form("kind", "task", "name", evil)).status)
+		require.Equal(t, 303, f.do("POST", "/jobs/run", form("kind", "task", "name", evil),
+			"Content-Type", "application/x-www-form-urlencoded", "X-User", evil).status)
 		synctest.Wait() // the run has failed and been recorded
 		for _, page := range []string{"/jobs/", "/jobs/task?name=" + urlEscape(evil), "/jobs/?q=" + urlEscape("<script>"),
-			"/jobs/edit?name=" + urlEscape(evil)} {
+			"/jobs/edit?name=" + urlEscape(evil), "/jobs/audit", "/jobs/audit?name=" + urlEscape(evil)} {
 			res := f.get(page)
 			require.Equal(t, 200, res.status, page)
 			assert.NotContains(t, res.body, "<script>alert", page)

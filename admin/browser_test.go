@@ -3,6 +3,8 @@ package admin_test
 import (
 	"context"
 	"flag"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -61,10 +63,13 @@ func browserTasks() []cron.Task {
 // spec and sees the preview, and takes screenshots on the way.
 func TestBrowser(t *testing.T) {
 	path := chromium(t)
+	audit := new(memAudit)
 	f := newFixture(t, func(o *admin.Options) {
 		o.Refresh = 300 * time.Millisecond
 		o.SnapshotAge = 200 * time.Millisecond
 		o.Title = "Shop jobs"
+		o.Audit = audit
+		o.User = func(*http.Request) string { return "operator" }
 	}, browserTasks()...)
 	defer f.stop()
 	for _, name := range []string{"shop-2 stock export", "shop-3 weekly digest"} {
@@ -301,4 +306,72 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, strings.Contains(text, "Asia/Tokyo"), text)
 	})
+	t.Run("audit", func(t *testing.T) {
+		ctx := tab(t)
+		// The changes the steps above made, each with who made it; an
+		// edit with its fields before and after.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.Click(chromedp.CSS(`header.top a[href="audit"]`)),
+			chromedp.WaitVisible(chromedp.CSS("table.audit tbody tr"))))
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.audit")))
+		require.NoError(t, err)
+		for _, want := range []string{"operator", "run", "pause", "resume", `note "maintenance", bulk`,
+			`spec: "0 10 1 * *" → "0 9 * * MON-FRI"`, `zone: "Europe/London" → "Asia/Tokyo"`} {
+			assert.Contains(t, text, want)
+		}
+		shoot(t, ctx, "audit.png")
+		// A task's page shows its latest changes, and links to them all.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`table.audit a.name`)),
+			chromedp.WaitVisible(chromedp.CSS("table.audit"))))
+		until(t, ctx, `[...document.querySelectorAll("h2")].some(h => h.textContent === "Changes")`)
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(360, 780), chromedp.Navigate(base+"audit"),
+			chromedp.WaitVisible(chromedp.CSS("table.audit tbody tr"))))
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		require.NoError(t, err)
+		assert.LessOrEqual(t, wide, 360, "no sideways scrolling on a phone")
+	})
+
+	t.Run("dark", func(t *testing.T) {
+		ctx := tab(t)
+		dark := func(on bool) chromedp.Action[chromedp.Void] {
+			v := "light"
+			if on {
+				v = "dark"
+			}
+			return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
+				return err
+			})
+		}
+		// The colours the browser computed for the text and the page:
+		// dark on light, then light on dark, each readable (WCAG AA).
+		colours := `(() => { const c = s => getComputedStyle(s).color, b = s => getComputedStyle(s).backgroundColor;
+			return [c(document.body), b(document.documentElement) === "rgba(0, 0, 0, 0)" ? b(document.body) : b(document.documentElement),
+				c(document.querySelector("a.name") || document.body), c(document.querySelector("th"))]; })()`
+		for _, on := range []bool{false, true} {
+			theme := map[bool]string{false: "light", true: "dark"}[on]
+			for _, width := range []int64{1280, 360} {
+				require.NoError(t, chromedp.Do(ctx, dark(on), chromedp.EmulateViewport(width, 860), chromedp.Navigate(base),
+					chromedp.WaitVisible(chromedp.CSS("table.jobs tbody tr"))))
+				cs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](colours))
+				require.NoError(t, err)
+				bg := cssHex(t, cs[1])
+				assert.Equal(t, on, luminance(t, bg) < 0.2, "%s theme: the page's background %s", theme, cs[1])
+				for i, c := range []string{cs[0], cs[2], cs[3]} {
+					assert.GreaterOrEqual(t, contrast(t, cssHex(t, c), bg), 4.5, "%s theme: text %d, %s on %s", theme, i, c, cs[1])
+				}
+				shoot(t, ctx, fmt.Sprintf("list-%s-%d.png", theme, width))
+			}
+		}
+	})
+}
+
+// cssHex returns the colour rgb(r, g, b) that a browser computed as
+// #rrggbb.
+func cssHex(t *testing.T, rgb string) string {
+	t.Helper()
+	var r, g, b int
+	_, err := fmt.Sscanf(rgb, "rgb(%d, %d, %d)", &r, &g, &b)
+	require.NoError(t, err, "colour %q", rgb)
+	return fmt.Sprintf("#%02x%02x%02x", r, g, b)
 }
