@@ -289,6 +289,9 @@ func TestBrowser(t *testing.T) {
 		until(t, ctx, `document.getElementById("spec").getAttribute("aria-invalid") === "true"`)
 		retype(t, ctx, "spec", "0 9 * * MON-FRI")
 		retype(t, ctx, "zone", "Asia/Tokyo")
+		// The handler, chosen from the service's, by the keyboard.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.ID("handler")), chromedp.KeyEvent("s")))
+		until(t, ctx, `document.getElementById("handler").value === "slow"`)
 		until(t, ctx, `document.getElementById("preview").textContent.includes("in Asia/Tokyo, Monday through Friday")`)
 		until(t, ctx, `document.querySelectorAll("#preview li").length === 5`)
 		shoot(t, ctx, "edit.png")
@@ -299,6 +302,7 @@ func TestBrowser(t *testing.T) {
 		assert.Equal(t, int64(2), v)
 		assert.Equal(t, "0 9 * * MON-FRI", got.Spec)
 		assert.Equal(t, "Asia/Tokyo", got.Zone)
+		assert.Equal(t, "slow", got.Handler)
 		assert.Equal(t, "buffer-one", got.Overlap, "the fields not edited are kept")
 		// The Table applies it; the page shows it once it has.
 		until(t, ctx, `document.querySelector(".facts").textContent.includes("0 9 * * MON-FRI")`)
@@ -315,7 +319,7 @@ func TestBrowser(t *testing.T) {
 		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.audit")))
 		require.NoError(t, err)
 		for _, want := range []string{"operator", "run", "pause", "resume", `note "maintenance", bulk`,
-			`spec: "0 10 1 * *" → "0 9 * * MON-FRI"`, `zone: "Europe/London" → "Asia/Tokyo"`} {
+			`handler: "ok" → "slow"`, `spec: "0 10 1 * *" → "0 9 * * MON-FRI"`, `zone: "Europe/London" → "Asia/Tokyo"`} {
 			assert.Contains(t, text, want)
 		}
 		shoot(t, ctx, "audit.png")

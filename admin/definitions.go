@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,17 @@ type form struct {
 	Current *cron.Task // the definition in force, when the edit was stale
 	Preview *preview
 	Known   []string // the names of the calendars a task may name; nil without Calendars
+	// Handlers are the Table's handlers, a task's Handler the choice of
+	// one; Unregistered is set if Task.Handler is none of them.
+	Handlers     []string
+	Unregistered bool
+}
+
+// withHandlers returns f with the Table's handlers to choose from.
+func (h *handler) withHandlers(f form) form {
+	f.Handlers = h.o.Table.Handlers()
+	f.Unregistered = f.Task.Handler != "" && !slices.Contains(f.Handlers, f.Task.Handler)
+	return f
 }
 
 // calendarNames returns the names of the calendars of Options.Calendars,
@@ -207,7 +219,7 @@ func (h *handler) newForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := form{New: true, Task: fields{Permanent: true, Overlap: "skip", Misfire: "run-once"}, Zone: h.o.Location.String(), Known: h.calendarNames(r)}
-	h.render(w, r, false, http.StatusOK, "form.html", f)
+	h.render(w, r, false, http.StatusOK, "form.html", h.withHandlers(f))
 }
 
 // editForm serves the form of the task name=, with its version.
@@ -228,7 +240,7 @@ func (h *handler) editForm(w http.ResponseWriter, r *http.Request) {
 	loc := zoneOf(t.Spec, t.Zone, h.o.Location)
 	f := form{Task: fieldsOf(t, loc), Version: v, Zone: loc.String(), Known: h.calendarNames(r)}
 	f.Preview = h.previewOf(r.Context(), t.Spec, t.Zone, t.Calendars)
-	h.render(w, r, false, http.StatusOK, "form.html", f)
+	h.render(w, r, false, http.StatusOK, "form.html", h.withHandlers(f))
 }
 
 // An envelope is the body of api/create and api/update.
@@ -268,7 +280,7 @@ func (h *handler) save(api bool) http.HandlerFunc {
 				if err != nil {
 					f.Error, f.Field = failureOf(err).Error, failureOf(err).Field
 				}
-				h.render(w, r, false, http.StatusOK, "form.html", f)
+				h.render(w, r, false, http.StatusOK, "form.html", h.withHandlers(f))
 				return
 			}
 		}
@@ -299,7 +311,7 @@ func (h *handler) save(api bool) http.HandlerFunc {
 			f.Error = msg
 			f.Field = failureOf(err).Field
 			f.Preview = h.previewOf(r.Context(), f.Task.Spec, f.Task.Zone, splitNames(f.Task.Calendars))
-			h.render(w, r, false, status, "form.html", f)
+			h.render(w, r, false, status, "form.html", h.withHandlers(f))
 			return
 		}
 		h.snaps.stale()

@@ -269,3 +269,26 @@ func TestCreatePausedWithANote(t *testing.T) {
 		assert.Contains(t, f.get("/jobs/task?name=shop+2").body, "after 3 failed slots in a row")
 	})
 }
+
+// A task's Handler is a choice of the Table's handlers, the current one
+// selected; one the service does not register is kept, and named so.
+func TestHandlerChoice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		odd := task("odd")
+		odd.Handler = "gone"
+		f := newFixture(t, nil, task("daily"), odd)
+		defer f.stop()
+		page := f.get("/jobs/edit?name=daily")
+		require.Equal(t, 200, page.status)
+		assert.Contains(t, page.body, `<select id="handler" name="handler">`)
+		for _, want := range []string{`<option value="fail">fail</option>`, `<option value="ok" selected>ok</option>`, `<option value="slow">slow</option>`} {
+			assert.Contains(t, page.body, want)
+		}
+		assert.NotContains(t, page.body, "Choose one")
+		page = f.get("/jobs/new")
+		assert.Contains(t, page.body, `<option value="" selected>Choose one</option>`)
+		page = f.get("/jobs/edit?name=odd")
+		assert.Contains(t, page.body, `<option value="gone" selected>gone (not a handler of this service)</option>`)
+		assert.Contains(t, page.body, `<option value="ok">ok</option>`)
+	})
+}

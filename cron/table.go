@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -99,6 +100,17 @@ func NewTable(handlers map[string]Handler, opts ...TableOption) *Table {
 	}
 	t.hand = handover(t)
 	return t
+}
+
+// Handlers returns the names of the Table's handlers, sorted: those a
+// task's Handler may name.
+func (t *Table) Handlers() []string {
+	names := make([]string, 0, len(t.handlers))
+	for name := range t.handlers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Next returns the due time of the next slot of the task name, and
