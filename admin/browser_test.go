@@ -149,12 +149,22 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 3, n)
 
-		// A phone, 360 pixels wide: every row a card.
+		// A phone, 360 pixels wide: a row a task, not a card; its
+		// error in words, not a tooltip.
 		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(360, 780), chromedp.Navigate(base),
 			chromedp.WaitVisible(chromedp.CSS("table.jobs tbody tr"))))
 		wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
 		require.NoError(t, err)
 		assert.LessOrEqual(t, wide, 360, "no sideways scrolling on a phone")
+		tallest, err := chromedp.Run(ctx, chromedp.Evaluate[float64](
+			`Math.max(...[...document.querySelectorAll("table.jobs tbody tr")].map(r => r.getBoundingClientRect().height))`))
+		require.NoError(t, err)
+		assert.Less(t, tallest, 130.0, "the tallest row, in pixels: six or more rows a screen")
+		require.NoError(t, chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS("table.jobs"))))
+		visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
+			`[...document.querySelectorAll("table.jobs .err")].some(e => e.getBoundingClientRect().height > 0 && e.textContent.includes("connection refused"))`))
+		require.NoError(t, err)
+		assert.True(t, visible, "the failed run's error, on the row")
 		shoot(t, ctx, "phone.png")
 	})
 
