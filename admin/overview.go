@@ -119,6 +119,7 @@ func (h *handler) readCensus(ctx context.Context, _ *census) *census {
 	// overview needs of them kept: a TaskState holds the whole definition.
 	var ts []taskState
 	if h.o.Table != nil {
+		ts = make([]taskState, 0, len(snap.tasks))
 		for from := 0; from < len(snap.tasks); from += censusBatch {
 			batch, err := h.o.Table.TasksOf(ctx, snap.tasks[from:min(from+censusBatch, len(snap.tasks))]...)
 			errs = append(errs, err)
