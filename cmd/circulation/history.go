@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -40,6 +41,10 @@ func (c *cli) history(args []string) error {
 			out[i] = toRecord(r)
 		}
 		return c.writeJSON(out)
+	}
+	if len(recs) == 0 {
+		_, err := fmt.Fprintf(c.stdout, "no runs recorded for %s\n", cell(rest[0]))
+		return err
 	}
 	return c.records(recs, loc)
 }

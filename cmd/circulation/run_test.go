@@ -108,6 +108,7 @@ func TestRunHistoryNodes(t *testing.T) {
 		assert.Regexp(t, `^DUE +STATUS +REASON +ATTEMPT +NODE +DURATION +ERROR$`, lines[0])
 		assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d JST +Succeeded +Manual +1 +\S+ +\S+ +-$`, lines[1])
 		assert.Equal(t, "[]\n", ok(t, args(db, "history", "nobody", "-json")...))
+		assert.Equal(t, "no runs recorded for nobody\n", ok(t, args(db, "history", "nobody")...))
 		assert.Regexp(t, `(?m)^report +h +0 0 1 1 \* +- +no +1 +Succeeded \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$`, ok(t, args(db, "tasks", "list")...))
 
 		// The service's node.
