@@ -349,8 +349,9 @@ func (d *Definitions) Tasks(ctx context.Context) ([]cron.Task, int64, error) {
 
 // Version returns the version of the set of definitions: the number of
 // writes (Create, Update, Delete, SetPaused calls that changed something,
-// and the writes of calendars) since the table was made. It reads one
-// row.
+// CreateMany and Import calls that did, each one write whatever the
+// number of its definitions, and the writes of calendars) since the table
+// was made. It reads one row.
 func (d *Definitions) Version(ctx context.Context) (int64, error) {
 	d.s.mustBeMade()
 	var v int64

@@ -96,9 +96,16 @@ func (d *Definitions) args(t cron.Task) ([]any, error) {
 	if t.Retry.Attempts > math.MaxInt32 || t.Retry.Attempts < math.MinInt32 {
 		return fail("retry", fmt.Errorf("%d attempts out of range", t.Retry.Attempts))
 	}
+	return d.columns(t), nil
+}
+
+// columns returns the columns of t, a definition args checked or one read
+// back, name to retry_backoff and catch_up_window to jitter, as the
+// statements take them.
+func (d *Definitions) columns(t cron.Task) []any {
 	return []any{t.Name, t.Handler, t.BusinessID, t.Spec, t.Zone, d.nullTimeArg(t.Start), d.nullTimeArg(t.End),
 		t.Permanent, t.Once, t.Paused, t.Overlap, t.Misfire, t.Timeout.String(), t.Retry.Attempts,
-		t.Retry.Backoff.String(), t.CatchUpWindow.String(), int64(t.MaxRuns), t.Jitter.String()}, nil
+		t.Retry.Backoff.String(), t.CatchUpWindow.String(), int64(t.MaxRuns), t.Jitter.String()}
 }
 
 // pauseArgs returns the columns pause_note, paused_until and

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// A pgServer is a throwaway PostgreSQL the tests start with initdb and
+// pg_ctl, on 127.0.0.1 and a free port, in a temporary directory.
+type pgServer struct {
+	bin  string // folder of initdb and pg_ctl
+	dir  string // removed by remove
+	port int
+	cred *syscall.Credential // whom the server runs as when we are root
+}
+
+// pgBin finds the folder of PostgreSQL's initdb and pg_ctl.
+func pgBin() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if _, err := exec.LookPath("initdb"); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	ms, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	if len(ms) > 0 {
+		return filepath.Dir(ms[len(ms)-1]), nil
+	}
+	return "", errors.New("initdb and pg_ctl not found (apt-get install postgresql)")
+}
+
+func startPostgres() (*pgServer, error) {
+	bin, err := pgBin()
+	if err != nil {
+		return nil, err
+	}
+	parent := ""
+	if os.Geteuid() == 0 {
+		// The server's user must reach the folder: not under a
+		// TMPDIR that only root can enter.
+		parent = "/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, "circulation-pg-")
+	if err != nil {
+		return nil, err
+	}
+	s := &pgServer{bin: bin, dir: dir}
+	if os.Geteuid() == 0 {
+		// initdb refuses to run as root: the server runs as postgres,
+		// or nobody, and owns the directory.
+		var u *user.User
+		for _, name := range []string{"postgres", "nobody"} {
+			if u, err = user.Lookup(name); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			s.remove()
+			return nil, fmt.Errorf("no unprivileged user to run PostgreSQL as: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			s.remove()
+			return nil, err
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.remove()
+		return nil, err
+	}
+	s.port = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	if err := s.run("initdb", "-D", s.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+		s.remove()
+		return nil, err
+	}
+	if err := s.start(); err != nil {
+		s.remove()
+		return nil, err
+	}
+	s.watch()
+	return s, nil
+}
+
+// watch starts a shell that stops the server and removes its folder once
+// this process is gone, should it die without remove: a test that panics
+// ends the process before TestMain's deferred calls. It needs /proc to see
+// this process, whoever the shell runs as.
+func (s *pgServer) watch() {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		return
+	}
+	w := exec.Command("/bin/sh", "-c",
+		`while [ -d "/proc/$1" ]; do sleep 1; done; "$2" -D "$3" -m immediate stop >/dev/null 2>&1; rm -rf "$4"`,
+		"sh", strconv.Itoa(os.Getpid()), filepath.Join(s.bin, "pg_ctl"), s.data(), s.dir)
+	w.Dir = "/"
+	if s.cred != nil {
+		w.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	// No pipes: go test waits for the test binary's output to close.
+	if err := w.Start(); err == nil {
+		_ = w.Process.Release()
+	}
+}
+
+func (s *pgServer) data() string { return filepath.Join(s.dir, "data") }
+
+func (s *pgServer) dsn() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+}
+
+func (s *pgServer) run(name string, args ...string) error {
+	cmd := exec.Command(filepath.Join(s.bin, name), args...)
+	cmd.Dir = s.dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", name, err, out.Bytes())
+	}
+	return nil
+}
+
+// start starts the server and waits until it accepts connections.
+func (s *pgServer) start() error {
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", s.port, s.dir)
+	return s.run("pg_ctl", "-D", s.data(), "-o", opts, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "start")
+}
+
+// stop stops the server, cutting its connections.
+func (s *pgServer) stop() error {
+	return s.run("pg_ctl", "-D", s.data(), "-m", "fast", "-w", "-t", "60", "stop")
+}
+
+func (s *pgServer) remove() {
+	if s.port != 0 {
+		_ = s.stop()
+	}
+	os.RemoveAll(s.dir)
+}
