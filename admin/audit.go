@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/circulation-go/circulation/cron"
 )
@@ -56,53 +54,6 @@ func taskCreated(t cron.Task) string {
 		s += ", paused"
 	}
 	return s
-}
-
-// taskChanges says in words which fields of a task's definition an edit
-// changed, by their JSON names: "spec: "0 9 * * *" → "0 10 * * *"".
-// Created, which an edit keeps, is left out; so is a field whose value
-// reads the same.
-func taskChanges(old, t cron.Task) string {
-	ov, nv := reflect.ValueOf(old), reflect.ValueOf(t)
-	var b strings.Builder
-	for i := range ov.NumField() {
-		f := ov.Type().Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" || name == "created" {
-			continue
-		}
-		a, z := auditValue(ov.Field(i)), auditValue(nv.Field(i))
-		if a == z {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s: %s → %s", name, a, z)
-	}
-	if b.Len() == 0 {
-		return "no field changed"
-	}
-	return b.String()
-}
-
-// auditValue is a field's value as an entry's detail shows it.
-func auditValue(v reflect.Value) string {
-	switch x := v.Interface().(type) {
-	case string:
-		return strconv.Quote(x)
-	case time.Time:
-		if x.IsZero() {
-			return "none"
-		}
-		return x.UTC().Format(time.RFC3339)
-	case []string:
-		if len(x) == 0 {
-			return "none"
-		}
-		return strings.Join(x, ",")
-	}
-	return fmt.Sprint(v.Interface())
 }
 
 // auditPage is the data of the audit log's page and of api/audit.

@@ -324,7 +324,7 @@ func (h *handler) save(api bool) http.HandlerFunc {
 			if old.Name == "" {
 				old.Name = t.Name // not read: every field shows as changed
 			}
-			e.Detail = taskChanges(old, t)
+			e.Detail = cron.TaskChanges(old, t)
 		}
 		ok := h.audit(r, e)
 		if api {

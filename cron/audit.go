@@ -2,6 +2,10 @@ package cron
 
 import (
 	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -89,4 +93,52 @@ func cut(s string, n int) string {
 		i--
 	}
 	return s[:i] + ellipsis
+}
+
+// TaskChanges says in words which fields of a task's definition differ
+// from old to t, by their JSON names, each old → new, as the AuditEntry
+// of an edit records them: `spec: "0 9 * * *" → "0 10 * * *"; jitter: 0s
+// → 30s`. Created, which an edit keeps, is left out; so is a field whose
+// value reads the same. It returns "no field changed" if none did.
+func TaskChanges(old, t Task) string {
+	ov, nv := reflect.ValueOf(old), reflect.ValueOf(t)
+	var b strings.Builder
+	for i := range ov.NumField() {
+		f := ov.Type().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || name == "created" {
+			continue
+		}
+		a, z := auditValue(ov.Field(i)), auditValue(nv.Field(i))
+		if a == z {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s → %s", name, a, z)
+	}
+	if b.Len() == 0 {
+		return "no field changed"
+	}
+	return b.String()
+}
+
+// auditValue is a field's value as an entry's detail shows it.
+func auditValue(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case string:
+		return strconv.Quote(x)
+	case time.Time:
+		if x.IsZero() {
+			return "none"
+		}
+		return x.UTC().Format(time.RFC3339)
+	case []string:
+		if len(x) == 0 {
+			return "none"
+		}
+		return strings.Join(x, ",")
+	}
+	return fmt.Sprint(v.Interface())
 }

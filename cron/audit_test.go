@@ -31,3 +31,13 @@ func TestAuditEntryClip(t *testing.T) {
 		assert.Equal(t, want, cron.AuditQuery{Limit: limit}.Max(), "Limit %d", limit)
 	}
 }
+
+// TaskChanges names each field that differs, old → new, by its JSON
+// name, and none that does not.
+func TestTaskChanges(t *testing.T) {
+	old := cron.Task{Name: "n", Handler: "h", Spec: "0 9 * * *", Calendars: []string{"fr"}, Created: time.Unix(1, 0)}
+	t2 := old
+	t2.Spec, t2.Jitter, t2.Calendars, t2.Created = "0 10 * * *", cron.Duration(30*time.Second), nil, time.Unix(2, 0)
+	assert.Equal(t, `spec: "0 9 * * *" → "0 10 * * *"; calendars: fr → none; jitter: 0s → 30s`, cron.TaskChanges(old, t2))
+	assert.Equal(t, "no field changed", cron.TaskChanges(old, old))
+}

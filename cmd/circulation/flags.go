@@ -17,6 +17,7 @@ type common struct {
 	db    string // a SQLite file
 	table string // the Store's table
 	json  bool   // JSON output
+	user  string // who makes the changes, for the audit log
 }
 
 // flags returns a FlagSet for the command name ("" for the top level)
@@ -28,6 +29,7 @@ func (c *cli) flags(name string) *flag.FlagSet {
 	fs.StringVar(&c.db, "db", c.db, "SQLite file ($CIRCULATION_DB)")
 	fs.StringVar(&c.table, "table", c.table, "the Store's table")
 	fs.BoolVar(&c.json, "json", c.json, "JSON output")
+	fs.StringVar(&c.user, "user", c.user, "who makes the change, as the audit log names them ($CIRCULATION_USER; default: the system's user@host)")
 	return fs
 }
 

@@ -37,6 +37,10 @@ func (c *cli) tasksImport(args []string) error {
 	if err != nil {
 		return f.error(err)
 	}
+	if res.Created+res.Replaced+res.Deleted > 0 {
+		c.audit(s, cron.AuditEntry{Action: "import", Kind: "tasks", Name: f.name,
+			Detail: fmt.Sprintf("%d created, %d replaced, %d unchanged, %d deleted", res.Created, res.Replaced, res.Unchanged, res.Deleted)})
+	}
 	if c.json {
 		return c.writeJSON(struct {
 			Created   int `json:"created"`

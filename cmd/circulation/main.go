@@ -76,7 +76,7 @@ func main() {
 // run runs the command of args and returns its exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, common: common{
-		dsn: os.Getenv("CIRCULATION_DSN"), db: os.Getenv("CIRCULATION_DB"), table: "schedule_runs"}}
+		dsn: os.Getenv("CIRCULATION_DSN"), db: os.Getenv("CIRCULATION_DB"), table: "schedule_runs", user: os.Getenv("CIRCULATION_USER")}}
 	err := c.dispatch(args)
 	var ue *usageError
 	switch {

@@ -233,6 +233,12 @@ func (c *cli) tasksCreate(args []string) error {
 	if err != nil {
 		return err
 	}
+	if f == nil {
+		c.audit(s, cron.AuditEntry{Action: "create", Kind: "task", Name: tasks[0].Name, Detail: created(tasks[0])})
+	} else {
+		c.audit(s, cron.AuditEntry{Action: "create", Kind: "tasks", Name: f.name,
+			Detail: fmt.Sprintf("%d tasks, from %s", len(tasks), f.name)})
+	}
 	if c.json {
 		return c.writeJSON(struct {
 			Created []string `json:"created"`
@@ -302,6 +308,7 @@ func (c *cli) tasksEdit(args []string) error {
 	if err != nil {
 		return err
 	}
+	old := task
 	if from != nil {
 		task = *from
 	} else {
@@ -314,6 +321,7 @@ func (c *cli) tasksEdit(args []string) error {
 	if err != nil {
 		return err
 	}
+	c.audit(s, cron.AuditEntry{Action: "edit", Kind: "task", Name: name, Detail: cron.TaskChanges(old, task)})
 	if c.json {
 		return c.writeJSON(struct {
 			Name    string `json:"name"`
@@ -373,6 +381,19 @@ func (c *cli) setPaused(name string, paused bool, note schedule.PauseNote) error
 	if err := s.Definitions().SetPaused(c.ctx, name, paused, note); err != nil {
 		return err
 	}
+	e := cron.AuditEntry{Action: "resume", Kind: "task", Name: name}
+	if paused {
+		e.Action = "pause"
+		var parts []string
+		if note.Note != "" {
+			parts = append(parts, "note "+strconv.Quote(note.Note))
+		}
+		if !note.Until.IsZero() {
+			parts = append(parts, "until "+note.Until.UTC().Format(time.RFC3339))
+		}
+		e.Detail = strings.Join(parts, ", ")
+	}
+	c.audit(s, e)
 	if c.json {
 		return c.writeJSON(struct {
 			Name   string `json:"name"`
@@ -411,6 +432,7 @@ func (c *cli) tasksDelete(args []string) error {
 	if err := defs.Delete(c.ctx, rest[0], v); err != nil {
 		return err
 	}
+	c.audit(s, cron.AuditEntry{Action: "delete", Kind: "task", Name: rest[0], Detail: fmt.Sprintf("version %d", v)})
 	if c.json {
 		return c.writeJSON(struct {
 			Deleted string `json:"deleted"`
