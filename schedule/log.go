@@ -182,7 +182,7 @@ func (j *Job) heardSlow(ctx context.Context, s Store, err error) {
 // the job's Trace learns of each.
 func (j *Job) storeFailed(s Store, err error) {
 	if t := j.cfg.trace; t != nil && t.StoreFailed != nil {
-		t.StoreFailed(s, err)
+		t.StoreFailed(j.name, err)
 	}
 	key := j.cfg.outageKey(s)
 	v, ok := outages.Load(key)

@@ -60,8 +60,8 @@ type Trace struct {
 	// StoreFailed is called for each failure of the store that WithLogger
 	// counts toward an outage: a claim, or a Start's read of the last
 	// record, that failed with an error other than ErrClaimed and
-	// ErrBusy. store is the job's Store.
-	StoreFailed func(store Store, err error)
+	// ErrBusy.
+	StoreFailed func(job string, err error)
 }
 
 // WithTrace makes the job call the hooks of t (see Trace), beside its
