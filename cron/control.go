@@ -109,6 +109,16 @@ func (t *Table) Names() []string {
 	return slices.Clone(t.sortedNames())
 }
 
+// Len returns the number of tasks t runs: those of the definitions in
+// force, not the definitions refused, nor the jobs of removed tasks whose
+// run in flight goes on; after Stop, those it ran. It copies nothing, as
+// Names does: a gauge may read it at every scrape.
+func (t *Table) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tasks)
+}
+
 // sortedNames returns t.names, sorting the names of t.tasks again if they
 // changed. The caller must not modify it.
 func (t *Table) sortedNames() []string {

@@ -109,17 +109,21 @@ type pending struct {
 	buffered bool      // OverlapBufferOne: the one run that follows the run in flight
 	inline   bool      // a catch-up run inside another run's: its outcome reaches the Observer at once
 	handed   bool      // held for its owner (Sharer) and found unclaimed: not held again
-	ended    *ended    // the outcome of the run, for the Observer, once it has ended; nil without an Observer
+	ended    *ended    // the outcome of the run, for the Observer, once it has ended; nil without an Observer; with a Trace, its attempt's context while in flight
 }
 
 // An ended run's outcome, which the runner passes to the Observer once the
 // run no longer counts as in flight. It is made only for a job with an
 // Observer, so that a pending run stays small: the runner's frame holds
-// one, under the Func.
+// one, under the Func. A job with a Trace makes one as each attempt
+// starts, to hold the context its RunStart returned until the attempt's
+// outcome reaches RunEnd (finish): neither the pending run nor the
+// runner's frame grows for a Trace.
 type ended struct {
 	status Status
 	end    time.Time
 	msg    string
+	trace  context.Context // the attempt's, from the Trace's RunStart, until its RunEnd
 }
 
 // A handover is a claim, expired or released, that a SharedStore handed

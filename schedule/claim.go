@@ -60,6 +60,9 @@ func (j *Job) begin(ctx context.Context, cancel context.CancelCauseFunc, x *acti
 		case err == nil:
 			return true, true
 		case errors.Is(err, ErrClaimed) && p.run.Reason != Manual:
+			if j.cfg.trace != nil {
+				j.claimLost(p)
+			}
 			if p.run.Reason == Backfill {
 				j.fillClaimed(ctx, p.run.Due, err)
 			}

@@ -263,14 +263,17 @@ func (j *Job) handDueLocked(now time.Time, early bool) []Record {
 	return obs
 }
 
-// observe passes each record of a slot that did not run to the Observer,
-// if any, after writing the Missed ones to the store (note). None of them
-// was claimed. The caller must not hold j.mu: the
-// Observer may call the job's methods.
+// observe passes each record of a slot that did not run to the Trace's
+// NotRun and to the Observer, if any, after writing the Missed ones to the
+// store (note). None of them was claimed. The caller must not hold j.mu:
+// the Observer may call the job's methods.
 func (j *Job) observe(rs []Record) {
 	j.note(rs)
 	j.logMissed(rs)
 	for _, r := range rs {
+		if t := j.cfg.trace; t != nil && t.NotRun != nil {
+			t.NotRun(r)
+		}
 		if f := j.cfg.observer; f != nil {
 			f(r)
 		}

@@ -91,6 +91,15 @@ func (c *config) logRun(level slog.Level, msg string, r Record, err error) {
 	l.LogAttrs(ctx, level, msg, attrs...)
 }
 
+// leaseLost logs that the run of rec was cancelled, its lease lost with
+// cause, and tells the job's Trace.
+func (c *config) leaseLost(rec Record, cause error) {
+	c.logRun(slog.LevelWarn, msgLeaseLost, rec, cause)
+	if t := c.trace; t != nil && t.LeaseLost != nil {
+		t.LeaseLost(rec, cause)
+	}
+}
+
 // logPaused logs that the job paused itself after failed slots in a
 // row, the last of them r's.
 func (j *Job) logPaused(r Run, failed int) {
@@ -181,8 +190,12 @@ func (j *Job) heardSlow(ctx context.Context, s Store, err error) {
 	}
 }
 
-// storeFailed counts a failure of s, and logs it if it starts an outage.
+// storeFailed counts a failure of s, and logs it if it starts an outage;
+// the job's Trace learns of each.
 func (j *Job) storeFailed(s Store, err error) {
+	if t := j.cfg.trace; t != nil && t.StoreFailed != nil {
+		t.StoreFailed(j.name, err)
+	}
 	key := j.cfg.outageKey(s)
 	v, ok := outages.Load(key)
 	if !ok {

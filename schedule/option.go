@@ -144,6 +144,7 @@ type config struct {
 	lease       SharedStore // shared, if its Lease is positive: its runs' leases are renewed
 	node        string
 	observer    func(Record)
+	trace       *Trace                // WithTrace's, nil for none
 	pauseOn     int                   // WithPauseOnFailures' count, 0 for never
 	pausedBy    func(*Job, PauseNote) // WithPauseOnFailures' callback
 	sched       circulation.Scheduler // taken out by NewJob: the job's watch holds it
@@ -163,7 +164,7 @@ func (c *config) isDefault() bool {
 	return c.overlap == d.overlap && c.misfire == d.misfire && c.maxParallel == d.maxParallel &&
 		c.catchUp == d.catchUp && c.buffer == d.buffer && c.window == d.window && c.jitter == d.jitter && c.maxRuns == d.maxRuns && c.grace == d.grace && c.timeout == d.timeout && c.retry == d.retry &&
 		c.attempts == d.attempts && c.backoff == d.backoff && c.since.IsZero() &&
-		c.store == nil && c.node == "" && c.observer == nil && c.limit == nil && !c.limitSet && c.pauseOn == 0 && c.log == nil
+		c.store == nil && c.node == "" && c.observer == nil && c.trace == nil && c.limit == nil && !c.limitSet && c.pauseOn == 0 && c.log == nil
 }
 
 // defaultNode is the default Record.Node: the host name and the process id.

@@ -31,7 +31,8 @@ func (j *Job) claimed(p *pending) Record {
 // retried instead: finish reports again once the next attempt is claimed,
 // for the caller to run it, and returns renew, which renews its lease.
 // (Returned, not kept by the caller across the call: the runner's frame
-// stays as small as without retries.)
+// stays as small as without retries.) The job's Trace, if any, learns of
+// each attempt's outcome first.
 //
 //go:noinline
 func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal, runErr, err error) (next *renewal, again bool) {
@@ -68,6 +69,9 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	write, report := !errors.Is(cause, ErrLeaseNotRenewed), true
 	if status == Failed && p.run.Attempt < j.cfg.attempts && ctx.Err() == nil {
 		var again bool
+		if j.cfg.trace != nil {
+			j.traceEnd(p, end, Failed, msg)
+		}
 		if again, write, msg = j.retry(ctx, x, p, renew, end, msg); again {
 			return renew, true
 		}
@@ -104,6 +108,12 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	}
 	if j.cfg.pauseOn > 0 && write {
 		j.counted(x, p, status, msg)
+	}
+	if j.cfg.trace != nil {
+		if report {
+			j.traceEnd(p, end, status, msg)
+		}
+		p.ended = nil // the Trace's: the Observer's is made below
 	}
 	if f := j.cfg.observer; f != nil && report {
 		if p.inline {

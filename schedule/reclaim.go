@@ -347,6 +347,9 @@ func (j *Job) takeOver(x *active) {
 		j.mu.Unlock()
 		if spawned {
 			j.cfg.logRun(slog.LevelWarn, msgTakenOver, rec, nil)
+			if t := j.cfg.trace; t != nil && t.TakeOver != nil {
+				t.TakeOver(rec)
+			}
 		}
 		j.observe(obs)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -112,7 +111,7 @@ func (r *renewal) tick(rctx context.Context, ls SharedStore) (time.Duration, boo
 		return r.lease / 3, true
 	case errors.Is(err, ErrLeaseLost):
 		r.cancel(ErrLeaseLost)
-		r.cfg.logRun(slog.LevelWarn, msgLeaseLost, rec, ErrLeaseLost)
+		r.cfg.leaseLost(rec, ErrLeaseLost)
 		return 0, false
 	}
 	r.mu.Lock()
@@ -184,7 +183,7 @@ func (r *renewal) expired(deadline time.Time) {
 	rec := r.rec
 	r.mu.Unlock()
 	r.expire(cause)
-	r.cfg.logRun(slog.LevelWarn, msgLeaseLost, rec, cause)
+	r.cfg.leaseLost(rec, cause)
 }
 
 // expire gives the lease up: the run is cancelled with cause, and no

@@ -222,7 +222,8 @@ func (j *Job) wait(ctx context.Context) error {
 // run runs the Func for the claimed slot of p, under the job's timeout if
 // it has one, renewing its lease if the store has leases: with kept, the
 // renewal of the attempt before, if it is a retry, or else a new one. ctx
-// is the run's context, and cancel cancels it. It returns what the caller
+// is the run's context, and cancel cancels it; with a Trace, the Func
+// runs under the context its RunStart returns. It returns what the caller
 // passes to finish: the run's renewal, if any, the error of the Func's
 // context when it returned, and the Func's error, or its panic. A Func
 // that calls runtime.Goexit leaves no outcome: its lease is left to
@@ -237,8 +238,11 @@ func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active
 	if ls := j.cfg.lease; kept == nil && ls != nil && ls.Lease() > 0 {
 		c.renew = j.renew(ls, p, cancel)
 	}
+	if j.cfg.trace != nil {
+		c.ctx = j.traceStart(ctx, p)
+	}
 	if t := j.cfg.timeout; t > 0 {
-		c.ctx, c.cancel = context.WithTimeout(ctx, t)
+		c.ctx, c.cancel = context.WithTimeout(c.ctx, t)
 	}
 	defer j.end(x, p, &c, &renew, &runErr, &err)
 	if ctx.Err() == nil { // not stopped or replaced since the claim
@@ -263,10 +267,14 @@ type call struct {
 // into its error. If the Func called runtime.Goexit, it gives the lease
 // up instead, for the slot to be taken over once it expires; on a
 // SharedStore without a lease, whose claims never expire and count as runs
-// in flight, it records the run Failed.
+// in flight, it records the run Failed. The Trace's RunEnd, if any, gets
+// the run Failed.
 func (j *Job) end(x *active, p *pending, c *call, renew **renewal, runErr, err *error) {
 	v := recover()
 	if !c.returned && v == nil { // runtime.Goexit
+		if j.cfg.trace != nil {
+			j.traceGoexit(p)
+		}
 		if c.renew != nil {
 			j.stopRenewal(x, c.renew)
 		}
@@ -291,11 +299,13 @@ func (j *Job) end(x *active, p *pending, c *call, renew **renewal, runErr, err *
 //
 //go:noinline
 func (j *Job) goexited(x *active, p *pending) {
-	const msg = "schedule: the Func called runtime.Goexit"
 	end := time.Now().Round(0)
 	if m, ok := x.store.(*MemoryStore); ok && p.claim == nil {
-		_ = m.finishRun(&p.run, j.cfg.nodeName(), end, Failed, msg)
+		_ = m.finishRun(&p.run, j.cfg.nodeName(), end, Failed, msgGoexit)
 		return
 	}
-	_ = j.finishIn(x.store, p, end, Failed, msg)
+	_ = j.finishIn(x.store, p, end, Failed, msgGoexit)
 }
+
+// msgGoexit is the Err of a run whose Func called runtime.Goexit.
+const msgGoexit = "schedule: the Func called runtime.Goexit"

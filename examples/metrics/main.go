@@ -1,10 +1,18 @@
-// Command metrics exports what a Trigger and a Supervisor do to Prometheus,
-// with github.com/prometheus/client_golang: run durations and lateness as
-// histograms, fed by the Trigger's observer, and the counters of Stats,
-// read at each scrape. The adapters, TriggerMetrics and SupervisorMetrics,
-// are small enough to copy into a service.
+// Command metrics exports what scheduled jobs, a Trigger and a Supervisor
+// do to Prometheus, served by one registry. The jobs' metrics come from
+// the module github.com/circulation-go/circulation/otel, on
+// OpenTelemetry's API, exported through OpenTelemetry's Prometheus
+// exporter: runs by status and reason, their duration and lateness, runs
+// in flight, claims lost to another replica. The Trigger's and the
+// Supervisor's come from two adapters on
+// github.com/prometheus/client_golang, TriggerMetrics and
+// SupervisorMetrics, small enough to copy into a service: run durations
+// and lateness as histograms, fed by the Trigger's observer, and the
+// counters of Stats, read at each scrape.
 //
-// The story: a config-reload Trigger gets "update now" messages in a burst
+// The story: two replicas of a report job share a store; each of its
+// slots, every 2 units, runs on one of them, and the other counts the
+// claim it lost; the report of the third slot fails. A config-reload Trigger gets "update now" messages in a burst
 // while it reloads (they coalesce into one more reload, which starts late,
 // when the one in flight ends), has its pending reload superseded by a new
 // interval, has a reload panic on a malformed configuration, and is
@@ -33,12 +41,17 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/circulation-go/circulation"
+	otelcirculation "github.com/circulation-go/circulation/otel"
+	"github.com/circulation-go/circulation/schedule"
 )
 
 func main() {
@@ -107,6 +120,11 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 	log := &timeline{w: w, start: time.Now()}
 
 	reg := prometheus.NewRegistry()
+	stopJobs, closeMeters, err := startJobs(reg, u, log)
+	if err != nil {
+		return err
+	}
+	defer closeMeters()
 	reloadMetrics := NewTriggerMetrics("config_reload", reg)
 	registerMetrics := NewSupervisorMetrics("registration", reg)
 	url, scrape, shutdown, err := cfg.serve(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -182,7 +200,7 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 			step.act()
 		}
 	}
-	stopErr := errors.Join(reload.Stop(context.Background()), sup.Close(context.Background()))
+	stopErr := errors.Join(reload.Stop(context.Background()), sup.Close(context.Background()), stopJobs())
 
 	body, err := scrape()
 	if err != nil {
@@ -190,6 +208,63 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 	}
 	printMetrics(w, body, cfg.all)
 	return stopErr
+}
+
+// startJobs starts the two replicas of the report job, which run every 2
+// units on one store, with the hooks of otelcirculation, whose metrics
+// OpenTelemetry's Prometheus exporter serves from reg. Each report takes
+// 0.4 units; the third fails. It returns a function that stops the jobs,
+// and one that shuts the MeterProvider down, after the last scrape.
+func startJobs(reg *prometheus.Registry, u time.Duration, log *timeline) (stop func() error, closeMeters func(), err error) {
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+	if err != nil {
+		return nil, nil, err
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	closeMeters = func() { _ = mp.Shutdown(context.Background()) }
+	tel, err := otelcirculation.New(otelcirculation.WithMeterProvider(mp))
+	if err != nil {
+		closeMeters()
+		return nil, nil, err
+	}
+	store := schedule.NewMemoryStore(100)
+	var reports atomic.Int32
+	report := func(ctx context.Context, r schedule.Run) error {
+		n := reports.Add(1)
+		sleep(ctx, 4*u/10)
+		if n == 3 {
+			return errors.New("the warehouse did not answer")
+		}
+		return nil
+	}
+	// The Observer of the replica that ran the slot prints it.
+	observe := func(rec schedule.Record) {
+		line := fmt.Sprintf("report: a slot ran: %v", rec.Status)
+		if rec.Err != "" {
+			line += ": " + rec.Err
+		}
+		log.printf("%s", line)
+	}
+	var jobs []*schedule.Job
+	for _, node := range []string{"a", "b"} {
+		j := schedule.NewJob("report", schedule.Every(2*u), report, schedule.WithStore(store), schedule.WithNode(node),
+			schedule.WithObserver(observe), tel.JobOption())
+		if err := j.Start(context.Background()); err != nil {
+			closeMeters()
+			return nil, nil, errors.Join(err, stopAll(jobs))
+		}
+		jobs = append(jobs, j)
+	}
+	return func() error { return stopAll(jobs) }, closeMeters, nil
+}
+
+// stopAll stops jobs.
+func stopAll(jobs []*schedule.Job) error {
+	var errs []error
+	for _, j := range jobs {
+		errs = append(errs, j.Stop(context.Background()))
+	}
+	return errors.Join(errs...)
 }
 
 // registry is the Supervisor's task, a scripted registration: it succeeds,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -384,18 +385,37 @@ func TestStory(t *testing.T) {
  0.000s  reload: FireWithin(0): a reload starts at once
  0.020s  registration: attempt 1: success; next in 100ms
  0.050s  reload: 4 "update now" messages during the reload coalesce into one more, due now: it starts 1 unit late, when this one ends
+ 0.120s  report: a slot ran: Succeeded
  0.140s  registration: attempt 2: error: registry: 503 Service Unavailable; next in 25ms
  0.215s  registration: attempt 3: timeout: context deadline exceeded; next in 50ms
  0.215s  registration: attempt 3: late: context deadline exceeded
+ 0.220s  report: a slot ran: Succeeded
  0.250s  reload: the interval changes: FireAfter(3 units) supersedes the reload due at 14
  0.285s  registration: attempt 4: success; next in 100ms
  0.300s  reload: FireWithin(5 units): the reload due at 8 is sooner, the call joins it
+ 0.320s  report: a slot ran: Failed: the warehouse did not answer
  0.405s  registration: attempt 5: permanent: registry: 410 Gone
+ 0.420s  report: a slot ran: Succeeded
  0.450s  reload: the run panicked (malformed configuration); the Trigger rests until the next Fire
  0.500s  reload: Fire: a reload after the panic
+ 0.520s  report: a slot ran: Succeeded
+ 0.620s  report: a slot ran: Succeeded
  0.650s  reload: Stop supersedes the reload due at 22
 
-GET /metrics: 136 lines; without comments and empty buckets (-all prints them all):
+GET /metrics: 211 lines; without comments and empty buckets (-all prints them all):
+circulation_claim_lost_total{job="report"} 6
+circulation_run_active{job="report"} 0
+circulation_run_duration_seconds_bucket{job="report",reason="Scheduled",status="Failed",le="0.025"} 1
+circulation_run_duration_seconds_sum{job="report",reason="Scheduled",status="Failed"} 0.02
+circulation_run_duration_seconds_count{job="report",reason="Scheduled",status="Failed"} 1
+circulation_run_duration_seconds_bucket{job="report",reason="Scheduled",status="Succeeded",le="0.025"} 5
+circulation_run_duration_seconds_sum{job="report",reason="Scheduled",status="Succeeded"} 0.1
+circulation_run_duration_seconds_count{job="report",reason="Scheduled",status="Succeeded"} 5
+circulation_run_lateness_seconds_bucket{job="report",reason="Scheduled",le="0.001"} 6
+circulation_run_lateness_seconds_sum{job="report",reason="Scheduled"} 0
+circulation_run_lateness_seconds_count{job="report",reason="Scheduled"} 6
+circulation_runs_total{job="report",reason="Scheduled",status="Failed"} 1
+circulation_runs_total{job="report",reason="Scheduled",status="Succeeded"} 5
 circulation_supervisor_attempt_duration_seconds_bucket{outcome="error",supervisor="registration",le="0.025"} 1
 circulation_supervisor_attempt_duration_seconds_sum{outcome="error",supervisor="registration"} 0.02
 circulation_supervisor_attempt_duration_seconds_count{outcome="error",supervisor="registration"} 1
@@ -441,10 +461,13 @@ circulation_trigger_runs_total{trigger="config_reload"} 4
 // The program, run as a user runs it, serves /metrics on a loopback port,
 // scrapes it and prints every series. On the real clock a busy machine
 // can change the story's counts (a Fire that was to come after a run comes
-// during it): TestStory checks them on the fake clock. What holds whatever
-// the timing: the program tells the story in order, exports every series,
-// and counts each run once in each place, the lateness histogram, the
-// duration histogram and the runs counter.
+// during it), and the number of the report's slots in the story depends on
+// when it starts: TestStory checks them on the fake clock. What holds
+// whatever the timing: the program tells the story in order, exports every
+// series, and counts each run once in each place, the lateness histogram,
+// the duration histogram and the runs counter, for the Trigger and for
+// the jobs; the claim of each slot of the report is lost by one replica;
+// no run is in flight at the end.
 func TestProgram(t *testing.T) {
 	stdout, stderr, code := cmdtest.Run(t, "-unit", "10ms")
 	require.Equal(t, 0, code, "stderr: %s", stderr)
@@ -452,6 +475,11 @@ func TestProgram(t *testing.T) {
 	assert.Regexp(t, `serving http://127\.0\.0\.1:\d+/metrics`, stdout)
 	assert.Regexp(t, `(?s)FireWithin\(0\).*coalesce.*FireAfter\(3 units\).*FireWithin\(5 units\).*Fire: a reload after the panic.*Stop supersedes`, stdout)
 	for _, name := range []string{
+		"circulation_runs_total",
+		"circulation_run_duration_seconds_count",
+		"circulation_run_lateness_seconds_count",
+		"circulation_run_active",
+		"circulation_claim_lost_total",
 		"circulation_trigger_run_duration_seconds_count",
 		"circulation_trigger_run_lateness_seconds_count",
 		"circulation_trigger_runs_total",
@@ -484,6 +512,37 @@ func TestProgram(t *testing.T) {
 	assert.Equal(t, runs, sample(t, all, "circulation_trigger_run_lateness_seconds_count"+trigger))
 	assert.Equal(t, runs, sample(t, all, "circulation_trigger_run_duration_seconds_count"+trigger), "every run ended by Stop")
 	assert.Equal(t, "0", sample(t, all, "circulation_trigger_running"+trigger))
+
+	report := `{job="report",reason="Scheduled",status=`
+	failed, succeeded := atoi(t, sample(t, all, "circulation_runs_total"+report+`"Failed"}`)),
+		atoi(t, sample(t, all, "circulation_runs_total"+report+`"Succeeded"}`))
+	assert.Equal(t, 1, failed, "the third report fails")
+	assert.GreaterOrEqual(t, succeeded, 4, "the report runs every 2 units of 13")
+	assert.Equal(t, failed, atoi(t, sample(t, all, "circulation_run_duration_seconds_count"+report+`"Failed"}`)))
+	assert.Equal(t, succeeded, atoi(t, sample(t, all, "circulation_run_duration_seconds_count"+report+`"Succeeded"}`)))
+	// The slots that ran, a run that the Stop cut short (Canceled)
+	// included, and not those Skipped: each has its lateness. The claim
+	// of each is lost by the other replica, unless that one was busy, or
+	// stopped first.
+	ran := 0
+	for l := range strings.Lines(all) {
+		if strings.HasPrefix(l, "circulation_runs_total"+report) && !strings.Contains(l, `"Skipped"`) {
+			ran += atoi(t, strings.TrimSpace(l[strings.LastIndexByte(l, ' ')+1:]))
+		}
+	}
+	assert.Equal(t, ran, atoi(t, sample(t, all, `circulation_run_lateness_seconds_count{job="report",reason="Scheduled"}`)))
+	lost := atoi(t, sample(t, all, `circulation_claim_lost_total{job="report"}`))
+	assert.Positive(t, lost)
+	assert.LessOrEqual(t, lost, ran)
+	assert.Equal(t, "0", sample(t, all, `circulation_run_active{job="report"}`))
+}
+
+// atoi is strconv.Atoi, failing t on an error.
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }
 
 // sample returns the value of series in a scrape in the text format.

@@ -72,7 +72,7 @@ RETURNING attempt`
 // one that returns an error other than those two may have committed: the
 // slot is then Running under r.Node, and is taken over once its lease
 // expires.
-func (s *Store) ClaimAgain(ctx context.Context, r schedule.Record, c schedule.Concurrency, before time.Time) (schedule.Record, error) {
+func (s *Store) ClaimAgain(ctx context.Context, r schedule.Record, c schedule.Concurrency, before time.Time) (_ schedule.Record, err error) {
 	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
@@ -93,6 +93,7 @@ func (s *Store) ClaimAgain(ctx context.Context, r schedule.Record, c schedule.Co
 		return schedule.Record{}, err
 	}
 	defer cancel()
+	defer func(start time.Time) { s.done(hookAgain, 1, start, err) }(s.began())
 	q := &s.q
 	m := int64(max(c.Max, 0))
 	args := []any{w.job, w.due, b, w.node, w.reason, w.start, w.planned, s.opts.lease.Microseconds(), m}

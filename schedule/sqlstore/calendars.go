@@ -270,7 +270,7 @@ func (d *Definitions) wrapCalendar(verb, name string, err error) error {
 func (d *Definitions) GetCalendar(ctx context.Context, name string) (cron.Calendar, int64, error) {
 	d.s.mustBeMade()
 	var def CalendarDefinition
-	err := d.s.retry(ctx, func() error {
+	err := d.s.retryOp(ctx, hookDefsRead, 1, func() error {
 		var err error
 		def, err = d.scanCalendar(d.s.queryRow(ctx, d.cq.get, name))
 		return err
@@ -288,7 +288,7 @@ func (d *Definitions) GetCalendar(ctx context.Context, name string) (cron.Calend
 func (d *Definitions) ListCalendars(ctx context.Context) ([]CalendarDefinition, error) {
 	d.s.mustBeMade()
 	var defs []CalendarDefinition
-	err := d.s.retry(ctx, func() error {
+	err := d.s.retryOp(ctx, hookDefsRead, 1, func() error {
 		defs = defs[:0]
 		return d.s.query(ctx, d.cq.list, func(rows *sql.Rows) error {
 			def, err := d.scanCalendar(rows)

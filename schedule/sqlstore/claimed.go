@@ -52,7 +52,7 @@ func (s *Store) Claimed(ctx context.Context, rs []schedule.Record) ([]bool, erro
 			continue
 		}
 		buf = append(buf, ']')
-		err := s.retry(ctx, func() error {
+		err := s.retryOp(ctx, hookClaimed, hi-lo, func() error {
 			return s.query(ctx, s.bq.claimed, func(rows *sql.Rows) error {
 				var k slotKey
 				if err := rows.Scan(&k.job, &k.due); err != nil {

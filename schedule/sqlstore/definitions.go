@@ -251,7 +251,7 @@ func (d *Definitions) wrap(verb, name string, err error) error {
 func (d *Definitions) write(ctx context.Context, f func(*sql.Tx) error) error {
 	s := d.s
 	s.mustBeMade()
-	err := s.retry(ctx, func() error {
+	err := s.retryOp(ctx, hookDefsWrites, 1, func() error {
 		s.stats.statements.Add(1)
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
@@ -291,7 +291,7 @@ func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...an
 func (d *Definitions) Get(ctx context.Context, name string) (cron.Task, int64, error) {
 	d.s.mustBeMade()
 	var def Definition
-	err := d.s.retry(ctx, func() error {
+	err := d.s.retryOp(ctx, hookDefsRead, 1, func() error {
 		var err error
 		def, err = d.scan(d.s.queryRow(ctx, d.q.get, name))
 		return err
@@ -309,7 +309,7 @@ func (d *Definitions) Get(ctx context.Context, name string) (cron.Task, int64, e
 func (d *Definitions) List(ctx context.Context) ([]Definition, error) {
 	d.s.mustBeMade()
 	var defs []Definition
-	err := d.s.retry(ctx, func() error {
+	err := d.s.retryOp(ctx, hookDefsRead, 1, func() error {
 		defs = defs[:0]
 		return d.s.query(ctx, d.q.list, func(rows *sql.Rows) error {
 			def, err := d.scan(rows)
@@ -355,7 +355,7 @@ func (d *Definitions) Tasks(ctx context.Context) ([]cron.Task, int64, error) {
 func (d *Definitions) Version(ctx context.Context) (int64, error) {
 	d.s.mustBeMade()
 	var v int64
-	err := d.s.retry(ctx, func() error { return d.s.queryRow(ctx, d.q.version).Scan(&v) })
+	err := d.s.retryOp(ctx, hookDefsRead, 1, func() error { return d.s.queryRow(ctx, d.q.version).Scan(&v) })
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: reading the version of the task definitions: %w", err)
 	}

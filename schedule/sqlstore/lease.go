@@ -46,7 +46,8 @@ func (s *Store) Renew(ctx context.Context, r schedule.Record) error {
 // schedule.ErrLeaseLost if the slot has no running claim of r.Node at
 // r.Attempt. Like Finish, it tries again while the database fails, for up
 // to Lease() or until ctx is done.
-func (s *Store) Release(ctx context.Context, r schedule.Record) error {
+func (s *Store) Release(ctx context.Context, r schedule.Record) (err error) {
+	defer func(start time.Time) { s.done(hookRelease, 1, start, err) }(s.began())
 	if testMutant == mutantNoRelease {
 		r.Status = schedule.Canceled
 		return s.end(ctx, r, false)
@@ -65,7 +66,7 @@ func (s *Store) Release(ctx context.Context, r schedule.Record) error {
 // returns schedule.ErrLeaseLost if the slot has no running claim of r.Node
 // at r.Attempt: it was taken over, or finished. Like Claim, a Retry that
 // has started is not cut short by ctx, for up to Lease().
-func (s *Store) Retry(ctx context.Context, r schedule.Record) error {
+func (s *Store) Retry(ctx context.Context, r schedule.Record) (err error) {
 	s.mustBeMade()
 	w, err := toRow(r)
 	if err != nil {
@@ -76,6 +77,7 @@ func (s *Store) Retry(ctx context.Context, r schedule.Record) error {
 		return err
 	}
 	defer cancel()
+	defer func(start time.Time) { s.done(hookRetry, 1, start, err) }(s.began())
 	n, err := s.exec(ctx, s.q.retry, w.job, w.due, w.node, w.attempt, w.reason, w.start, w.err, s.opts.lease.Microseconds())
 	if err != nil {
 		return fmt.Errorf("sqlstore: retrying %s at %v: %w", r.Job, r.Due, err)
@@ -100,13 +102,14 @@ func (s *Store) Retry(ctx context.Context, r schedule.Record) error {
 // one. A running claim asked to end whose lease expired is recorded
 // Canceled instead. Like Claim, a Reclaim that has started is not cut
 // short by ctx, for up to Lease().
-func (s *Store) Reclaim(ctx context.Context, job, node string, c schedule.Concurrency) (schedule.Record, error) {
+func (s *Store) Reclaim(ctx context.Context, job, node string, c schedule.Concurrency) (_ schedule.Record, err error) {
 	s.mustBeMade()
 	ctx, cancel, err := settle(ctx, s.opts.lease)
 	if err != nil {
 		return schedule.Record{}, err
 	}
 	defer cancel()
+	defer func(start time.Time) { s.done(hookReclaim, 1, start, err) }(s.began())
 	if s.dialect == SQLite {
 		switch ok, err := s.exists(ctx, s.q.expired, job); {
 		case err != nil:
@@ -198,7 +201,7 @@ func (s *Store) Expired(ctx context.Context, limit int) ([]string, error) {
 		return nil, nil
 	}
 	var names []string
-	err := s.retry(ctx, func() error {
+	err := s.retryOp(ctx, hookExpired, 1, func() error {
 		names = names[:0]
 		return s.query(ctx, s.q.expiredJobs, func(rows *sql.Rows) error {
 			var job string

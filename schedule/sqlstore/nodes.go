@@ -73,7 +73,9 @@ func (s *Store) Node() string {
 // has jobs started (see Owns).
 func (s *Store) Nodes(ctx context.Context) ([]Node, error) {
 	s.mustBeMade()
+	start := s.began()
 	nodes, err := s.readNodes(ctx)
+	s.done(hookNodes, 1, start, err)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: reading the nodes: %w", err)
 	}
@@ -103,7 +105,8 @@ func (s *Store) readNodes(ctx context.Context) ([]Node, error) {
 // heartbeat sends the Store's heartbeat and reads the live nodes, which
 // Owns then shares the jobs among. A failure leaves the view it had,
 // which Owns stops trusting a lease after it was read.
-func (s *Store) heartbeat(ctx context.Context) error {
+func (s *Store) heartbeat(ctx context.Context) (err error) {
+	defer func(start time.Time) { s.done(hookHeartbeat, 1, start, err) }(s.began())
 	running := s.limit.Running() + s.limit.Waiting()
 	if _, err := s.exec(ctx, s.q.heartbeat, s.opts.node, running, s.opts.runs, moduleVersion, s.opts.lease.Microseconds()); err != nil {
 		return err

@@ -21,6 +21,7 @@ type options struct {
 	node      string          // WithNode's
 	race      bool            // WithSharing(false)
 	log       *slog.Logger    // WithLogger's, nil for slog.Default()
+	hook      func(Statement) // WithStatementHook's, nil for none
 }
 
 func defaultOptions() options {

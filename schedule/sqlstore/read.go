@@ -16,7 +16,7 @@ import (
 func (s *Store) Last(ctx context.Context, job string) (schedule.Record, error) {
 	s.mustBeMade()
 	var w row
-	err := s.retry(ctx, func() error {
+	err := s.retryOp(ctx, hookLast, 1, func() error {
 		var err error
 		w, err = scanRow(s.queryRow(ctx, s.q.last, job))
 		return err
@@ -46,7 +46,7 @@ func (s *Store) LastOf(ctx context.Context, jobs []string) (map[string]schedule.
 			buf = appendJSONString(buf, toText(j))
 		}
 		buf = append(buf, ']')
-		err := s.retry(ctx, func() error {
+		err := s.retryOp(ctx, hookLast, len(chunk), func() error {
 			return s.query(ctx, s.bq.lastOf, func(rows *sql.Rows) error {
 				w, err := scanRow(rows)
 				if err != nil {
@@ -76,7 +76,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.
 		return nil, nil
 	}
 	var recs []schedule.Record
-	err := s.retry(ctx, func() error {
+	err := s.retryOp(ctx, hookHistory, 1, func() error {
 		recs = recs[:0]
 		rows, err := s.queryRows(ctx, s.q.history, job, limit)
 		if err != nil {
@@ -103,11 +103,12 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]schedule.
 // it deletes can no longer be claimed: the job's watermark, the newest Due
 // it deleted, is raised before the records go. Finish calls Prune after
 // every 16th Finish of the Store.
-func (s *Store) Prune(ctx context.Context, job string) (int64, error) {
+func (s *Store) Prune(ctx context.Context, job string) (_ int64, err error) {
 	s.mustBeMade()
+	defer func(start time.Time) { s.done(hookPrune, 1, start, err) }(s.began())
 	keepOK, keepOther, cutoff, retained := s.opts.succeeded, s.opts.failed, s.cutoff(), s.opts.retained
 	var mark sql.NullInt64
-	err := s.retry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		return s.queryRow(ctx, s.q.pruneMark, job, keepOK, keepOther, cutoff, retained).Scan(&mark)
 	})
 	if err != nil {

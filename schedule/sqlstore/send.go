@@ -37,6 +37,9 @@ func (s *Store) send(bt *batch) {
 	if took := time.Since(sent); took > s.opts.lease/4 {
 		s.slowStatement(bt, took, err)
 	}
+	if s.opts.hook != nil {
+		s.done(opNames[bt.op], len(bt.reqs), sent, err)
+	}
 	if err != nil {
 		for _, r := range bt.reqs {
 			r.err, r.ok = err, false

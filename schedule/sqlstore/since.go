@@ -29,7 +29,7 @@ func (s *Store) Since(ctx context.Context, job string, t time.Time) (time.Time, 
 		return time.Time{}, fmt.Errorf("sqlstore: Since(%s, %v): want a time in years 1678 to 2262", job, t)
 	}
 	var since int64
-	err := s.retry(ctx, func() error { return s.queryRow(ctx, s.q.since, job, t.UnixNano()).Scan(&since) })
+	err := s.retryOp(ctx, hookSince, 1, func() error { return s.queryRow(ctx, s.q.since, job, t.UnixNano()).Scan(&since) })
 	if err != nil {
 		return time.Time{}, fmt.Errorf("sqlstore: recording since when %s is scheduled: %w", job, err)
 	}
@@ -57,7 +57,7 @@ func (s *Store) SinceOf(ctx context.Context, jobs map[string]time.Time) (map[str
 			rs = append(rs, &request{w: row{job: job, due: t.UnixNano(), attempt: 1}})
 		}
 		buf := appendRecords(nil, rs)
-		err := s.retry(ctx, func() error {
+		err := s.retryOp(ctx, hookSince, len(rs), func() error {
 			return s.query(ctx, s.bq.sinceOf, func(rows *sql.Rows) error {
 				var job string
 				var since int64
@@ -92,7 +92,7 @@ func (s *Store) Note(ctx context.Context, rs []schedule.Record) error {
 		}
 		sortRequests(reqs)
 		buf := appendRecords(nil, reqs)
-		if err := s.retry(ctx, func() error {
+		if err := s.retryOp(ctx, hookNote, len(reqs), func() error {
 			_, err := s.exec(ctx, s.bq.note, string(buf))
 			return err
 		}); err != nil {
