@@ -61,6 +61,7 @@ api_modules=(
 	"cron github.com/circulation-go/circulation/cron cron"
 	"sqlstore github.com/circulation-go/circulation/schedule/sqlstore schedule/sqlstore"
 	"admin github.com/circulation-go/circulation/admin admin"
+	"otel github.com/circulation-go/circulation/otel otel"
 )
 
 # ./check.sh -write-api records the API of each module as the baseline
