@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -374,6 +378,65 @@ func TestListenChannel(t *testing.T) {
 	_, err = defs.Create(ctx, task("c"))
 	require.NoError(t, err)
 	assert.True(t, changed(ch), "a write through the Store still signals")
+}
+
+// TestFollowLatency measures how soon an edit is applied by three
+// replicas, each a cron.Table following the Definitions of a Store of its
+// own at the default poll (1s), from the start of the write through a
+// fourth Store to each replica's Apply of it: it makes
+// SQLSTORE_FOLLOW_EDITS updates of a task's spec, one at a time, each 0
+// to 50ms (on SQLite, which polls, 0 to 1s: a random point of the polls)
+// after every replica applied the one before, and logs the median and the
+// 99th percentile, for a replica and for all three. It runs only when
+// SQLSTORE_FOLLOW_EDITS is set (200 for the figure of DESIGN.md):
+//
+//	cd schedule/sqlstore && SQLSTORE_FOLLOW_EDITS=200 go test -count=1 -run 'TestFollowLatency/PostgreSQL' -v . | grep 'follow latency'
+func TestFollowLatency(t *testing.T) {
+	edits, err := strconv.Atoi(os.Getenv("SQLSTORE_FOLLOW_EDITS"))
+	if err != nil || edits < 1 {
+		t.Skip("set SQLSTORE_FOLLOW_EDITS to the number of edits to time (200)")
+	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		rs := trackReplicas(t, b, dsn, 3, 0, nil) // the default poll
+		w := newStore(t, b, dsn, sqlstore.WithNode("writer")).Definitions()
+		task := cron.Task{Name: "yearly", Handler: "h", Spec: "0 0 1 1 *", Permanent: true}
+		version, err := w.Create(ctx, task)
+		require.NoError(t, err)
+		v, err := w.Version(ctx)
+		require.NoError(t, err)
+		_, ok := applied(rs, v, time.Now(), listenWait)
+		require.True(t, ok, "the task created is applied by every replica within %v", listenWait)
+		pause := 50 * time.Millisecond
+		if b.dialect == sqlstore.SQLite {
+			pause = time.Second
+		}
+		var one, all []time.Duration
+		for i := range edits {
+			time.Sleep(rand.N(pause))
+			task.Spec = fmt.Sprintf("0 %d 1 1 *", i%24)
+			start := time.Now()
+			version, err = w.Update(ctx, task, version)
+			require.NoError(t, err)
+			v, err := w.Version(ctx)
+			require.NoError(t, err)
+			took, ok := applied(rs, v, start, listenWait)
+			require.True(t, ok, "edit %d applied by every replica within %v", i, listenWait)
+			one = append(one, took...)
+			all = append(all, slices.Max(took))
+		}
+		t.Logf("follow latency on 3 replicas, %s, %d edits: all three p50 %v, p99 %v; a replica p50 %v, p99 %v",
+			b.name, edits, quantile(all, 0.5), quantile(all, 0.99), quantile(one, 0.5), quantile(one, 0.99))
+	})
+}
+
+// quantile returns the q-quantile of ds, the smallest of ds that is not
+// less than a fraction q of them.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	i := int(math.Ceil(q*float64(len(ds)))) - 1
+	return ds[max(i, 0)].Round(100 * time.Microsecond)
 }
 
 // A listener that hears nothing checks its connection every while (LISTEN
