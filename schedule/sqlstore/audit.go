@@ -53,14 +53,14 @@ func (d *Definitions) Audit(ctx context.Context, e cron.AuditEntry) error {
 	d.s.mustBeMade()
 	e = e.Clip(time.Now())
 	var id int64
-	err := d.s.retry(ctx, func() error {
+	err := d.s.retryOp(ctx, hookAudit, 1, func() error {
 		return d.s.queryRow(ctx, d.aq.insert, e.At.UnixNano(), e.Actor, e.Action, e.Kind, e.Name, e.Detail).Scan(&id)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlstore: keeping an audit entry: %w", err)
 	}
 	if id%auditPruneEvery == 0 && id > MaxAudit {
-		err = d.s.retry(ctx, func() error {
+		err = d.s.retryOp(ctx, hookPrune, 1, func() error {
 			_, err := d.s.exec(ctx, d.aq.prune, id-MaxAudit)
 			return err
 		})
@@ -80,7 +80,7 @@ func (d *Definitions) AuditLog(ctx context.Context, q cron.AuditQuery) ([]cron.A
 		query, args = d.aq.of, []any{q.Name, q.Before, q.Max()}
 	}
 	var es []cron.AuditEntry
-	err := d.s.retry(ctx, func() error {
+	err := d.s.retryOp(ctx, hookAudit, 1, func() error {
 		es = es[:0]
 		return d.s.query(ctx, query, func(rows *sql.Rows) error {
 			var e cron.AuditEntry

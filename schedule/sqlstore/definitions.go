@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/circulation-go/circulation/cron"
@@ -41,8 +42,23 @@ type Definitions struct {
 	cq calQueries
 	aq auditQueries
 	// changes receives, without blocking, after each write that
-	// committed; written by the writers, read by a follower.
+	// committed, and when the listener learns of a later version;
+	// written by the writers and the listener, read by a follower.
 	changes chan struct{}
+	// channel is the one the writes notify and the listener listens
+	// on, on PostgreSQL: named as the change marker, {t}_tasks_version.
+	channel string
+
+	mu sync.Mutex
+	// signalled is the latest version of which changes received, or
+	// was full: every version up to it was signalled once it had
+	// committed. Guarded by mu, which signal holds while it sends.
+	signalled int64
+	// listening is the listener, once Changes was called on
+	// PostgreSQL; closed says Close was called, and no listener starts
+	// after it. Both guarded by mu.
+	listening *listener
+	closed    bool
 }
 
 var _ cron.CalendarSource = (*Definitions)(nil)
@@ -72,9 +88,14 @@ func (s *Store) Definitions() *Definitions {
 
 func newDefinitions(s *Store) *Definitions {
 	q := queries{dialect: s.dialect, table: s.opts.table}
+	notify := ""
+	if s.dialect == PostgreSQL {
+		notify = notifySQL
+	}
 	return &Definitions{s: s, q: defQueries{
 		bump:        q.rewrite(bumpSQL),
 		version:     q.rewrite(versionSQL),
+		notify:      notify,
 		insert:      q.rewrite(insertTaskSQL),
 		update:      q.rewrite(updateTaskSQL),
 		pause:       q.rewrite(pauseTaskSQL),
@@ -83,7 +104,7 @@ func newDefinitions(s *Store) *Definitions {
 		current:     q.rewrite(currentTaskSQL),
 		get:         q.rewrite(getTaskSQL),
 		list:        q.rewrite(listTasksSQL),
-	}, cq: newCalQueries(q), aq: newAuditQueries(q), changes: make(chan struct{}, 1)}
+	}, cq: newCalQueries(q), aq: newAuditQueries(q), changes: make(chan struct{}, 1), channel: s.opts.table + "_tasks_version"}
 }
 
 // Create saves t, a new definition, at version 1, with Created set to now
@@ -245,12 +266,14 @@ func (d *Definitions) wrap(verb, name string, err error) error {
 	return fmt.Errorf("sqlstore: %s task %q: %w", verb, name, err)
 }
 
-// write runs f in a transaction that first bumps the change marker, and
-// commits it if f returns nil; on SQLite, it runs it again while another
-// writer holds the database. Once it committed, Changes receives.
+// write runs f in a transaction that first bumps the change marker
+// (bump), and commits it if f returns nil; on SQLite, it runs it again
+// while another writer holds the database. Once it committed, Changes
+// receives. Every write of a definition or a calendar goes through write.
 func (d *Definitions) write(ctx context.Context, f func(*sql.Tx) error) error {
 	s := d.s
 	s.mustBeMade()
+	var v int64
 	err := s.retryOp(ctx, hookDefsWrites, 1, func() error {
 		s.stats.statements.Add(1)
 		tx, err := s.db.BeginTx(ctx, nil)
@@ -258,7 +281,7 @@ func (d *Definitions) write(ctx context.Context, f func(*sql.Tx) error) error {
 			return err
 		}
 		defer tx.Rollback()
-		if _, err := s.txExec(ctx, tx, d.q.bump); err != nil {
+		if v, err = d.bump(ctx, tx); err != nil {
 			return err
 		}
 		if err := f(tx); err != nil {
@@ -268,12 +291,58 @@ func (d *Definitions) write(ctx context.Context, f func(*sql.Tx) error) error {
 		return tx.Commit()
 	})
 	if err == nil {
-		select {
-		case d.changes <- struct{}{}:
-		default:
-		}
+		d.wrote(v)
 	}
 	return err
+}
+
+// bump counts a write in the change marker, in tx, and returns the
+// version it makes. On PostgreSQL it also notifies the Stores that listen
+// on d's channel of that version, which they hear once tx commits, and
+// never if it rolls back.
+func (d *Definitions) bump(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var v int64
+	d.s.stats.statements.Add(1)
+	if err := tx.QueryRowContext(ctx, d.q.bump).Scan(&v); err != nil {
+		return 0, err
+	}
+	if d.q.notify != "" && testMutant != mutantNoNotify {
+		if _, err := d.s.txExec(ctx, tx, d.q.notify, d.channel, strconv.FormatInt(v, 10)); err != nil {
+			return 0, err
+		}
+	}
+	return v, nil
+}
+
+// wrote signals Changes after the write of version v committed, whatever
+// was signalled before: a caller of a write finds Changes signalled when
+// it returns, unless another reader took the signal.
+func (d *Definitions) wrote(v int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.signalled = max(d.signalled, v)
+	d.send()
+}
+
+// heard signals Changes that version v committed, unless v or a later
+// version was signalled already: a write's notification, heard after
+// the write itself signalled, signals nothing more.
+func (d *Definitions) heard(v int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v > d.signalled {
+		d.signalled = v
+		d.send()
+	}
+}
+
+// send signals Changes, unless it holds a signal already. The caller
+// holds d.mu.
+func (d *Definitions) send() {
+	select {
+	case d.changes <- struct{}{}:
+	default:
+	}
 }
 
 // txExec runs a statement in tx and returns the rows it affected.
@@ -362,11 +431,32 @@ func (d *Definitions) Version(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// Changes returns a channel that receives after a write through d
-// committed, so that a follower in this process applies it at once. The
-// channel holds one signal at most and is the same for every call: with
-// several followers of d, one is woken, and the others see the change at
-// their next poll of Version. Writes by other processes, or other Stores,
-// are seen by polling Version only: the package imports no driver, and
-// PostgreSQL's LISTEN needs one.
-func (d *Definitions) Changes() <-chan struct{} { return d.changes }
+// Changes returns a channel that receives once a change of the
+// definitions has committed, so that a follower applies it at once: after
+// a write through d commits (on return from the write, unless another
+// reader took the signal); and on PostgreSQL, with pgx's stdlib as the
+// driver, once d learns of a later version than it signalled before, by a
+// write through another Store, in this process or another (listen.go).
+// The channel holds one signal at most and is the same for every call:
+// with several followers of d, one is woken, and the others see the change
+// at their next poll of Version.
+//
+// On PostgreSQL, the first call starts d's listener: a connection of its
+// own, outside the pool, that LISTENs on the channel named as the change
+// marker, {t}_tasks_version, on which every write notifies its version
+// when it commits. When that connection is made, first or again after a
+// loss, d reads Version, and Changes receives if it is later than any
+// version signalled before: a change made while d was not listening is
+// not missed. Store.Close stops the listener. Writes by other Stores are
+// seen by polling Version only on SQLite, with another driver (lib/pq),
+// after Close, and while the listener's connection is down.
+func (d *Definitions) Changes() <-chan struct{} {
+	if d.s.dialect == PostgreSQL {
+		d.mu.Lock()
+		if d.listening == nil && !d.closed {
+			d.listening = d.listen()
+		}
+		d.mu.Unlock()
+	}
+	return d.changes
+}

@@ -47,6 +47,7 @@ func deploy() error {
 		return err
 	}
 	defer db.Close()
+	defer s.Close()
 	var mu sync.Mutex
 	say := func(format string, args ...any) {
 		line := strconv.FormatInt(time.Now().UnixNano(), 10) + " " + fmt.Sprintf(format, args...) + "\n"

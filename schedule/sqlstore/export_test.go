@@ -16,6 +16,13 @@ func SetNewTimeout(d time.Duration) (restore func()) {
 	return func() { newTimeout = NewTimeout }
 }
 
+// SetListenIdle makes the listeners check their connection after d
+// without a notification, until restore is called.
+func SetListenIdle(d time.Duration) (restore func()) {
+	listenIdle = d
+	return func() { listenIdle = defaultListenIdle }
+}
+
 // NewAtVersion is New, migrating the schema to version at most: a
 // database of an earlier version, for the tests of migrations.
 func NewAtVersion(ctx context.Context, db *sql.DB, d Dialect, version int, opts ...Option) (*Store, error) {
@@ -24,9 +31,11 @@ func NewAtVersion(ctx context.Context, db *sql.DB, d Dialect, version int, opts 
 
 // Mutants are the mistakes the tests across replicas must catch, by name.
 var Mutants = map[string]uint8{
-	"overlap per replica":      mutantLocalOverlap,
-	"release records Canceled": mutantNoRelease,
-	"claims without a lock":    mutantNoClaimLock,
+	"overlap per replica":       mutantLocalOverlap,
+	"release records Canceled":  mutantNoRelease,
+	"claims without a lock":     mutantNoClaimLock,
+	"writes notify no one":      mutantNoNotify,
+	"listeners do not catch up": mutantNoCatchUp,
 }
 
 // SetMutant breaks the store with mutant m until restore is called.

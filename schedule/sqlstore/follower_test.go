@@ -48,6 +48,7 @@ func follower() error {
 		return err
 	}
 	defer db.Close()
+	defer s.Close()
 	var mu sync.Mutex
 	say := func(format string, args ...any) {
 		line := strconv.FormatInt(time.Now().UnixNano(), 10) + " " + fmt.Sprintf(format, args...) + "\n"

@@ -10,4 +10,6 @@ const (
 	mutantLocalOverlap       // ClaimRun ignores its Concurrency: each replica's overlap policy is its own
 	mutantNoRelease          // Release records the run Canceled: no replica takes it over
 	mutantNoClaimLock        // claims under a limit count in their statement's snapshot: no lanes, no locks of {t}_claim_counted when a Store makes it
+	mutantNoNotify           // writes of definitions notify no listener: other Stores' followers see them at their polls
+	mutantNoCatchUp          // a listener that (re)connects does not read the Version: a change made while it was down waits for the poll
 )

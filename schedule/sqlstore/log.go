@@ -19,6 +19,15 @@ import (
 //     WithNode) and err if it failed. At most one line a minute: the slow
 //     statements in between are counted, and the next line says how many
 //     (unlogged).
+//   - "sqlstore: not listening" (Warn): on PostgreSQL, the connection on
+//     which the Store's Definitions listen for other Stores' writes
+//     (Definitions.Changes) could not be made, or was lost, with channel,
+//     node and err; once as the outage begins. Meanwhile its followers see
+//     other Stores' writes at their polls.
+//   - "sqlstore: listening again" (Warn): the connection is made again
+//     after that, with channel, node, failed (the connection lost and
+//     the attempts that failed) and took (since the outage began); the
+//     changes made meanwhile are signalled.
 //
 // The jobs on the Store log their own lines (store outages, claims taken
 // over, leases lost) to the logger of schedule.WithLogger, or of
@@ -27,8 +36,12 @@ func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(o *options) { o.log = l })
 }
 
-// msgSlow is the message of a slow statement: see WithLogger.
-const msgSlow = "sqlstore: slow statement"
+// The messages of WithLogger.
+const (
+	msgSlow         = "sqlstore: slow statement"
+	msgNotListening = "sqlstore: not listening"
+	msgListening    = "sqlstore: listening again"
+)
 
 // slowEvery is the least time between two slow statement lines.
 const slowEvery = time.Minute

@@ -117,7 +117,8 @@ func openDB(t testing.TB, driver, dsn string) *sql.DB {
 	return db
 }
 
-// newStore opens a Store on a new pool of dsn, with the test's table.
+// newStore opens a Store on a new pool of dsn, with the test's table,
+// and closes both when the test ends.
 func newStore(t testing.TB, b backend, dsn string, opts ...sqlstore.Option) *sqlstore.Store {
 	t.Helper()
 	db := openDB(t, b.driver, dsn)
@@ -126,6 +127,7 @@ func newStore(t testing.TB, b backend, dsn string, opts ...sqlstore.Option) *sql
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

@@ -38,6 +38,11 @@
 //	...
 //	err = defs.SetPaused(ctx, "report", true) // every replica pauses it
 //
+// On PostgreSQL, with pgx's stdlib, every replica's Table applies a
+// change at once: each write notifies the Stores that listen on the
+// table's channel (LISTEN/NOTIFY; Definitions.Changes); elsewhere, at its
+// next poll. Close stops the listening.
+//
 // People read the records with psql or sqlite3 through the view
 // {table}_readable, with readable times and the names of statuses and
 // reasons. DESIGN.md beside this file gives the schema, the protocol, what
@@ -216,3 +221,17 @@ func (s *Store) Lease() time.Duration { return s.opts.lease }
 
 // Dialect returns the dialect the Store was made with.
 func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Close stops what the Store runs of its own: the listener of its
+// Definitions, on PostgreSQL, with its connection (see
+// Definitions.Changes); it waits for its goroutine to end. It does not
+// close the *sql.DB, which the caller opened: call Close first. The Store
+// still works after Close, but the followers of its Definitions then see
+// other Stores' writes at their polls only. Close is safe to call more
+// than once, and concurrently with the Store's other methods. It returns
+// nil; the error is io.Closer's.
+func (s *Store) Close() error {
+	s.mustBeMade()
+	s.defs.close()
+	return nil
+}

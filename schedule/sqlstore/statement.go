@@ -50,7 +50,9 @@ type Statement struct {
 //   - "heartbeat", "nodes": the heartbeat that each look for expired
 //     claims sends, with its read of the live nodes, and Nodes;
 //   - "definitions.read", "definitions.write": the reads and writes of
-//     the task definitions and calendars (Definitions).
+//     the task definitions and calendars (Definitions);
+//   - "audit": a write (Audit) or read (AuditLog) of the audit log, and
+//     "prune" for the pruning of its oldest entries.
 //
 // The statements of New's migration, and the few that follow a claim
 // whose statement failed (adopting it, or withdrawing a claim that raced
@@ -77,6 +79,7 @@ const (
 	hookNodes      = "nodes"
 	hookDefsRead   = "definitions.read"
 	hookDefsWrites = "definitions.write"
+	hookAudit      = "audit"
 )
 
 // began returns the time an exchange with the database begins, for done,

@@ -15,7 +15,7 @@ import (
 
 // defQueries holds the statements of Definitions, for a dialect and table.
 type defQueries struct {
-	bump, version                 string
+	bump, version, notify         string
 	insert, update, pause, delete string
 	deleteSince, current          string
 	get, list                     string
@@ -32,12 +32,16 @@ const taskColumns = `name, handler, business_id, spec, zone, start_at, end_at, p
 // the write ($19): $20 to $23 in an insert, $21 to $24 in an update, after
 // the version it expects.
 const (
-	// bump counts a write in the change marker. Every write runs it first
-	// in its transaction: on PostgreSQL the writers then take the
-	// marker's row lock in turn, so the marker reads N only once every
-	// write counted up to N has committed.
-	bumpSQL    = `UPDATE {t}_tasks_version SET version = version + 1`
+	// bump counts a write in the change marker, and returns the version
+	// the write makes. Every write runs it first in its transaction: on
+	// PostgreSQL the writers then take the marker's row lock in turn, so
+	// the marker reads N only once every write counted up to N has
+	// committed.
+	bumpSQL    = `UPDATE {t}_tasks_version SET version = version + 1 RETURNING version`
 	versionSQL = `SELECT version FROM {t}_tasks_version`
+	// notify tells the Stores that listen on the channel $1 (PostgreSQL)
+	// of the version $2, once the write's transaction commits.
+	notifySQL = `SELECT pg_notify($1, $2)`
 
 	insertTaskSQL = `INSERT INTO {t}_tasks (` + taskColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $19, $19, $16, $17, $18, $20, $21, $22, $23)
