@@ -45,7 +45,7 @@ func TestReviewCatchUpRecordWaitsForItsTurn(t *testing.T) {
 		store.set(func(s *scriptedStore) { s.claimsDown = true })
 		time.Sleep(11 * time.Second) // the claim of 10s failed: owed
 		store.set(func(s *scriptedStore) { s.claimsDown = false })
-		j.RunNow() // 11s: ends at once; its record's Observer call lasts 20s
+		j.RunNow()                   // 11s: ends at once; its record's Observer call lasts 20s
 		time.Sleep(15 * time.Second) // 26s: the slot of 20s caught 10s up first
 		stop(t, j)
 		mu.Lock()
