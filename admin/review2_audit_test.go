@@ -111,3 +111,40 @@ func TestReviewAuditOlderLinkWorks(t *testing.T) {
 		assert.Equal(t, int64(1), log.Entries[0].ID)
 	})
 }
+
+// getFails is memDefs whose Get fails while down is set, as a database
+// that fails a read between two writes.
+type getFails struct {
+	*memDefs
+	down bool
+}
+
+func (d *getFails) Get(ctx context.Context, name string) (cron.Task, int64, error) {
+	if d.down {
+		return cron.Task{}, 0, context.DeadlineExceeded
+	}
+	return d.memDefs.Get(ctx, name)
+}
+
+// REVIEW: an edit whose old definition could not be read is recorded as
+// if every field had been empty before: the entry says that the handler
+// changed from "" to "ok", and the zone, and so on, when only the spec
+// did. It should say that the old definition could not be read.
+func TestReviewAuditEditOldUnread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a memAudit
+		var g *getFails
+		f := newFixture(t, func(o *admin.Options) {
+			auditing(&a)(o)
+			g = &getFails{memDefs: o.Definitions.(*memDefs)}
+			o.Definitions = g
+		}, task("nightly"))
+		defer f.stop()
+		g.down = true
+		res := f.post("/jobs/update", form("name", "nightly", "handler", "ok", "spec", "0 10 * * *", "permanent", "1", "version", "1"))
+		require.Equal(t, 303, res.status, res.body)
+		s := a.summary()
+		require.Len(t, s, 1)
+		assert.NotContains(t, s[0], `handler: "" → "ok"`, "a field that did not change recorded as changed")
+	})
+}
