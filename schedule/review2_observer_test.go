@@ -2,6 +2,9 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -52,5 +55,38 @@ func TestReviewCatchUpRecordWaitsForItsTurn(t *testing.T) {
 		defer mu.Unlock()
 		t.Log(order)
 		assert.Equal(t, 1, most, "records of runs reached the Observer at once")
+	})
+}
+
+// REVIEW: an Observer that calls runtime.Goexit on the record of a failed
+// attempt that WithRetry runs again (reportFailed, inside finish) leaves
+// the attempt's lease renewed for ever: the runner's deferred exit lands
+// the flight but stops no renewal, so after Stop the lease is still
+// renewed and the slot is never taken over (as TestGoexitOnALeaseStore
+// StopsRenewing, for the Func). The turn itself is passed (no deadlock).
+func TestReviewObserverGoexitOnARetryStopsRenewing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newLeaseStore(9 * time.Second)
+		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
+			return errors.New("boom")
+		}, schedule.WithStore(store), schedule.WithNode("n"), schedule.WithRetry(3, 5*time.Second),
+			schedule.WithObserver(func(r schedule.Record) {
+				if r.Status == schedule.Failed && r.Attempt == 1 {
+					runtime.Goexit()
+				}
+			}))
+		start(t, j)
+		time.Sleep(65 * time.Second)
+		stop(t, j)
+		store.mu.Lock()
+		n := len(store.renewed)
+		store.mu.Unlock()
+		time.Sleep(30 * time.Second)
+		store.mu.Lock()
+		after := slices.Clone(store.renewed[n:])
+		store.renewDown = true // ends the renewal, so that the bubble ends
+		store.mu.Unlock()
+		time.Sleep(10 * time.Second)
+		assert.Empty(t, after, "renewals of the 1m slot's lease after Stop")
 	})
 }
