@@ -60,7 +60,7 @@ func taskCreated(t cron.Task) string {
 type auditPage struct {
 	Name    string       `json:"name,omitempty"` // the task, job or calendar whose entries these are; empty for all
 	Entries []auditEntry `json:"entries"`
-	Older   string       `json:"-"`                 // the query of the page of older entries, empty if none
+	Older   string       `json:"-"`                 // the page of older entries, relative, empty if none
 	Before  int64        `json:"before,omitempty"`  // what Older asks for, for scripts
 	Warning string       `json:"warning,omitempty"` // why the log could not be read
 }
@@ -90,7 +90,9 @@ func (h *handler) auditLog(api bool) http.HandlerFunc {
 			if q.Name != "" {
 				v.Set("name", q.Name)
 			}
-			p.Older = v.Encode()
+			// The whole URL, not its query: html/template escapes a value
+			// in a URL's query again, "=" and "&" included.
+			p.Older = "audit?" + v.Encode()
 		}
 		if p.Entries == nil {
 			p.Entries = []auditEntry{}

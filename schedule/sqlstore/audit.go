@@ -22,9 +22,11 @@ const (
 	insertAuditSQL = `INSERT INTO {t}_audit (at_ns, actor, action, kind, name, detail) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`
 	pruneAuditSQL  = `DELETE FROM {t}_audit WHERE id <= $1`
 	auditColumns   = `id, at_ns, actor, action, kind, name, detail`
-	// The log, of one name or of all, below an id: $3 = 0 for no bound.
-	auditOfSQL  = `SELECT ` + auditColumns + ` FROM {t}_audit WHERE name = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`
-	auditAllSQL = `SELECT ` + auditColumns + ` FROM {t}_audit WHERE ($1 = 0 OR id < $1) ORDER BY id DESC LIMIT $2`
+	// The log, of one name or of all, below an id: 0 for no bound. The
+	// bound is cast to BIGINT: PostgreSQL would type it from "= 0", as
+	// integer, and refuse an id past 2^31-1.
+	auditOfSQL  = `SELECT ` + auditColumns + ` FROM {t}_audit WHERE name = $1 AND (CAST($2 AS BIGINT) = 0 OR id < $2) ORDER BY id DESC LIMIT $3`
+	auditAllSQL = `SELECT ` + auditColumns + ` FROM {t}_audit WHERE (CAST($1 AS BIGINT) = 0 OR id < $1) ORDER BY id DESC LIMIT $2`
 )
 
 // auditQueries holds the statements of the audit log, for a dialect and

@@ -1,0 +1,92 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/circulation-go/circulation/schedule"
+)
+
+// REVIEW: a catch-up run (MisfireRunAll, inline) reports its record at
+// once, without a ticket: it reaches the Observer while the record of a
+// run that ended before it is still there, breaking "one at a time, in
+// the order the runs ended" (WithObserver's doc).
+func TestReviewCatchUpRecordWaitsForItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		in, most := 0, 0
+		var order []string
+		obs := func(r schedule.Record) {
+			if r.Status == schedule.Skipped || r.Status == schedule.Missed {
+				return
+			}
+			mu.Lock()
+			in++
+			most = max(most, in)
+			order = append(order, r.Reason.String()+"@"+r.Due.Sub(t0).String())
+			mu.Unlock()
+			if r.Reason == schedule.Manual {
+				time.Sleep(20 * time.Second) // a slow Observer
+			}
+			mu.Lock()
+			in--
+			mu.Unlock()
+		}
+		store := &scriptedStore{MemoryStore: schedule.NewMemoryStore(100)}
+		j := schedule.NewJob("j", schedule.Every(10*time.Second), func(context.Context, schedule.Run) error { return nil },
+			schedule.WithStore(store), schedule.WithMisfire(schedule.MisfireRunAll), schedule.WithClaimRetry(0),
+			schedule.WithObserver(obs))
+		start(t, j)
+		store.set(func(s *scriptedStore) { s.claimsDown = true })
+		time.Sleep(11 * time.Second) // the claim of 10s failed: owed
+		store.set(func(s *scriptedStore) { s.claimsDown = false })
+		j.RunNow()                   // 11s: ends at once; its record's Observer call lasts 20s
+		time.Sleep(15 * time.Second) // 26s: the slot of 20s caught 10s up first
+		stop(t, j)
+		mu.Lock()
+		defer mu.Unlock()
+		t.Log(order)
+		assert.Equal(t, 1, most, "records of runs reached the Observer at once")
+	})
+}
+
+// REVIEW: an Observer that calls runtime.Goexit on the record of a failed
+// attempt that WithRetry runs again (reportFailed, inside finish) leaves
+// the attempt's lease renewed for ever: the runner's deferred exit lands
+// the flight but stops no renewal, so after Stop the lease is still
+// renewed and the slot is never taken over (as TestGoexitOnALeaseStore
+// StopsRenewing, for the Func). The turn itself is passed (no deadlock).
+func TestReviewObserverGoexitOnARetryStopsRenewing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newLeaseStore(9 * time.Second)
+		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
+			return errors.New("boom")
+		}, schedule.WithStore(store), schedule.WithNode("n"), schedule.WithRetry(3, 5*time.Second),
+			schedule.WithObserver(func(r schedule.Record) {
+				if r.Status == schedule.Failed && r.Attempt == 1 {
+					runtime.Goexit()
+				}
+			}))
+		start(t, j)
+		time.Sleep(65 * time.Second)
+		stop(t, j)
+		store.mu.Lock()
+		n := len(store.renewed)
+		store.mu.Unlock()
+		time.Sleep(30 * time.Second)
+		store.mu.Lock()
+		after := slices.Clone(store.renewed[n:])
+		store.renewDown = true // ends the renewal, so that the bubble ends
+		store.mu.Unlock()
+		time.Sleep(10 * time.Second)
+		assert.Empty(t, after, "renewals of the 1m slot's lease after Stop")
+	})
+}
