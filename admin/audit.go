@@ -1,11 +1,13 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/circulation-go/circulation/cron"
 )
@@ -20,8 +22,15 @@ func (h *handler) audit(r *http.Request, e cron.AuditEntry) bool {
 	if h.o.User != nil {
 		e.Actor = h.o.User(r)
 	}
-	return h.o.Audit.Audit(r.Context(), e) == nil
+	// The change is made: its entry is written even if the client goes
+	// away meanwhile, within auditWrite.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditWrite)
+	defer cancel()
+	return h.o.Audit.Audit(ctx, e) == nil
 }
+
+// auditWrite bounds the write of an audit entry.
+const auditWrite = 10 * time.Second
 
 // unaudited returns target, a redirect, with audit=failed added to its
 // query unless ok: the page it leads to then says that the change was not
@@ -73,14 +82,15 @@ type auditEntry struct {
 }
 
 // auditLog serves audit and api/audit: the newest entries, of the task,
-// job or calendar name= if given, older than the id before= if given.
+// job or calendar name= if given, of the kind= if given, older than the id
+// before= if given.
 func (h *handler) auditLog(api bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h.o.Audit == nil {
 			h.fail(w, r, api, http.StatusNotFound, "No audit log is kept here.")
 			return
 		}
-		q := cron.AuditQuery{Name: r.FormValue("name"), Limit: h.o.PageSize}
+		q := cron.AuditQuery{Name: r.FormValue("name"), Kind: r.FormValue("kind"), Limit: h.o.PageSize}
 		q.Before, _ = strconv.ParseInt(r.FormValue("before"), 10, 64)
 		p := auditPage{Name: q.Name}
 		p.Entries, p.Warning = h.readAudit(r, q)
@@ -89,6 +99,9 @@ func (h *handler) auditLog(api bool) http.HandlerFunc {
 			v := url.Values{"before": {strconv.FormatInt(p.Before, 10)}}
 			if q.Name != "" {
 				v.Set("name", q.Name)
+			}
+			if q.Kind != "" {
+				v.Set("kind", q.Kind)
 			}
 			// The whole URL, not its query: html/template escapes a value
 			// in a URL's query again, "=" and "&" included.

@@ -43,7 +43,7 @@ func (a *memAudit) AuditLog(_ context.Context, q cron.AuditQuery) ([]cron.AuditE
 	defer a.mu.Unlock()
 	var out []cron.AuditEntry
 	for _, e := range slices.Backward(a.entries) {
-		if (q.Name == "" || e.Name == q.Name) && (q.Before == 0 || e.ID < q.Before) && len(out) < q.Max() {
+		if (q.Name == "" || e.Name == q.Name) && (q.Kind == "" || e.Kind == q.Kind) && (q.Before == 0 || e.ID < q.Before) && len(out) < q.Max() {
 			out = append(out, e)
 		}
 	}
@@ -126,7 +126,7 @@ func TestAuditLogOfThePage(t *testing.T) {
 
 		job := f.get("/jobs/job?name=report")
 		assert.Contains(t, job.body, "<h2>Changes</h2>")
-		assert.Contains(t, job.body, `href="audit?name=report"`)
+		assert.Contains(t, job.body, `href="audit?kind=job&amp;name=report"`)
 	})
 }
 

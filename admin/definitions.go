@@ -322,9 +322,10 @@ func (h *handler) save(api bool) http.HandlerFunc {
 			e.Action, e.Detail = "create", taskCreated(t)
 		} else {
 			if old.Name == "" {
-				old.Name = t.Name // not read: every field shows as changed
+				e.Detail = "its definition before could not be read; now " + taskCreated(t)
+			} else {
+				e.Detail = cron.TaskChanges(old, t)
 			}
-			e.Detail = cron.TaskChanges(old, t)
 		}
 		ok := h.audit(r, e)
 		if api {

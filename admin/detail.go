@@ -96,6 +96,7 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 				return
 			}
 			d.row = h.jobRow(ji, nil)
+			d.Loaded = true // a Job runs from its Start: its page has its buttons
 			s = ji.sched
 		}
 		if d.Paused || d.Next.IsZero() {
@@ -135,11 +136,11 @@ func (h *handler) detail(kind string) http.HandlerFunc {
 		if h.o.Audit != nil {
 			var warning string
 			d.Audited = true
-			d.Changes, warning = h.readAudit(r, cron.AuditQuery{Name: name, Limit: recentChanges})
+			d.Changes, warning = h.readAudit(r, cron.AuditQuery{Name: name, Kind: kind, Limit: recentChanges})
 			if warning != "" && d.Warning == "" {
 				d.Warning = warning
 			}
-			d.AuditLink = "audit?" + url.Values{"name": {name}}.Encode()
+			d.AuditLink = "audit?" + url.Values{"name": {name}, "kind": {kind}}.Encode()
 		}
 		d.Back = kind + "?" + url.Values{"name": {name}}.Encode()
 		if page > 1 {

@@ -33,11 +33,13 @@ const (
 )
 
 // An AuditQuery selects entries of an audit log: those of the task, job
-// or calendar Name if it is not empty, with an ID below Before if it is
-// not 0, newest first, at most Limit of them (100 if Limit is 0 or less,
+// or calendar Name if it is not empty, and of the Kind ("task", "job",
+// "calendar") if it is not empty, with an ID below Before if it is not
+// 0, newest first, at most Limit of them (100 if Limit is 0 or less,
 // MaxAuditLimit at most).
 type AuditQuery struct {
 	Name   string
+	Kind   string
 	Before int64
 	Limit  int
 }
@@ -67,11 +69,15 @@ func (q AuditQuery) Max() int {
 	return q.Limit
 }
 
-// Clip returns e with its text cut as an Auditor keeps it (MaxAuditText,
-// MaxAuditDetail), and At set to now if it is zero.
+// Clip returns e with its text as an Auditor keeps it: valid UTF-8 (an
+// invalid byte read as U+FFFD), without NUL (read as U+FFFD too), cut to
+// MaxAuditText and MaxAuditDetail bytes; and At set to now if it is zero.
 func (e AuditEntry) Clip(now time.Time) AuditEntry {
 	if e.At.IsZero() {
 		e.At = now
+	}
+	for _, s := range []*string{&e.Actor, &e.Action, &e.Kind, &e.Name, &e.Detail} {
+		*s = strings.ReplaceAll(strings.ToValidUTF8(*s, "\uFFFD"), "\x00", "\uFFFD")
 	}
 	e.Actor = cut(e.Actor, MaxAuditText)
 	e.Action = cut(e.Action, MaxAuditText)

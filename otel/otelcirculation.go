@@ -20,7 +20,7 @@
 //	circulation.claim.lost       counter {claim}: slots that another Job of the name claimed first, by job
 //	circulation.claim.takeovers  counter {claim}: claims that a dead or stopping node left, taken over here, by job
 //	circulation.lease.lost       counter {lease}: runs cancelled because their lease was lost, or not renewed in time, by job
-//	circulation.store.failures   counter {failure}: claims and reads that failed with a store error, by job
+//	circulation.store.failures   counter {failure}: claims, reads, finishes that failed with a store error, by job
 //	circulation.store.duration   histogram s: each exchange of a sqlstore.Store with its database, by op, error
 //	circulation.store.calls      counter {call}: the calls those exchanges carried, by op
 //	circulation.table.tasks      gauge {task}: the tasks of each Table observed, by table

@@ -100,6 +100,7 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 				rs = append(rs, j.record(Run{Job: j.name, Due: t, Reason: CatchUp}, Missed, nil))
 			}
 			j.note(rs)
+			j.logMissed(rs)
 			missed = from
 		}
 	}

@@ -46,8 +46,9 @@ import (
 //     policy or the catch-up window did not run them), with job and due
 //     of the first of them, and missed, the number of Missed slots of
 //     every job on that logger since the previous line. At most one line
-//     a minute per logger: the slots missed in between are counted in
-//     the next line, so that a herd of 100,000 missed slots logs one.
+//     a minute per logger: the slots missed in between are counted, and
+//     logged once the minute is over, so that a herd of 100,000 missed
+//     slots logs two lines.
 //   - "schedule: job paused after failures" (Warn): WithPauseOnFailures
 //     paused the job, with job, due (of the last failed slot), node and
 //     failed (the slots that failed in a row).
@@ -169,7 +170,8 @@ func (c *config) outageKey(s Store) outageKey {
 }
 
 // heard notes the outcome of a claim, a Finish or a Release in s: a
-// failure other than ErrClaimed, ErrBusy or ErrLeaseLost, while ctx lives, starts or continues the store's outage; an
+// failure other than ErrClaimed, ErrBusy, ErrLeaseLost or ErrNoRecord (a
+// record the store dropped), while ctx lives, starts or continues the store's outage; an
 // answer ends it. It costs an atomic load when the claim worked and no
 // store is down.
 func (j *Job) heard(ctx context.Context, s Store, err error) {
@@ -183,7 +185,7 @@ func (j *Job) heard(ctx context.Context, s Store, err error) {
 func (j *Job) heardSlow(ctx context.Context, s Store, err error) {
 	switch {
 	case s == nil: // the job's own memory, which never fails
-	case err == nil || errors.Is(err, ErrClaimed) || errors.Is(err, ErrBusy) || errors.Is(err, ErrLeaseLost):
+	case err == nil || errors.Is(err, ErrClaimed) || errors.Is(err, ErrBusy) || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNoRecord):
 		j.storeAnswered(s)
 	case ctx.Err() == nil:
 		j.storeFailed(s, err)

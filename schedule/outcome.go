@@ -117,7 +117,7 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	}
 	if f := j.cfg.observer; f != nil && report {
 		if p.inline {
-			j.report(f, p, end, status, msg)
+			j.reportInTurn(x, f, p, end, status, msg)
 		} else {
 			p.ended = &ended{status: status, end: end, msg: msg}
 		}

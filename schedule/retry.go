@@ -94,8 +94,17 @@ func (j *Job) reportFailed(x *active, p *pending, end time.Time, msg string) {
 	if f == nil {
 		return
 	}
-	if p.inline || j.cfg.overlap == OverlapAllow {
-		j.report(f, p, end, Failed, msg)
+	j.reportInTurn(x, f, p, end, Failed, msg)
+}
+
+// reportInTurn passes the Record of the run of p, ended at end with
+// status and msg, to the Observer f, in turn with the outcomes of the
+// job's other runs under every policy but OverlapAllow (see reportEnded):
+// an attempt to be retried, and a run handed inline (a catch-up), which
+// reports where it ends.
+func (j *Job) reportInTurn(x *active, f func(Record), p *pending, end time.Time, status Status, msg string) {
+	if j.cfg.overlap == OverlapAllow {
+		j.report(f, p, end, status, msg)
 		return
 	}
 	j.mu.Lock()
@@ -107,7 +116,7 @@ func (j *Job) reportFailed(x *active, p *pending, end time.Time, msg string) {
 		x.passTurnLocked()
 		j.mu.Unlock()
 	}()
-	j.report(f, p, end, Failed, msg)
+	j.report(f, p, end, status, msg)
 }
 
 // awaitRetry waits for d before the next attempt of a run whose context is

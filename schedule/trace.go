@@ -58,9 +58,10 @@ type Trace struct {
 	LeaseLost func(rec Record, err error)
 
 	// StoreFailed is called for each failure of the store that WithLogger
-	// counts toward an outage: a claim, or a Start's read of the last
-	// record, that failed with an error other than ErrClaimed and
-	// ErrBusy.
+	// counts toward an outage: a claim, a Start's read of the last
+	// record, or the Finish or Release of a run's outcome, that failed
+	// with an error other than ErrClaimed, ErrBusy, ErrLeaseLost and
+	// ErrNoRecord.
 	StoreFailed func(job string, err error)
 }
 

@@ -20,6 +20,20 @@ func (c *cli) audit(s *sqlstore.Store, e cron.AuditEntry) {
 	}
 }
 
+// auditMany writes es as audit does one, a statement for each thousand.
+func (c *cli) auditMany(s *sqlstore.Store, es []cron.AuditEntry) {
+	if len(es) == 0 {
+		return
+	}
+	who := c.actor()
+	for i := range es {
+		es[i].Actor = who
+	}
+	if err := s.Definitions().AuditMany(c.ctx, es); err != nil {
+		fmt.Fprintf(c.stderr, "circulation: warning: the changes were made, but not written to the audit log: %v\n", err)
+	}
+}
+
 // actor names who runs the command, for the audit log: -user, or the
 // system's user@host, and the command's name.
 func (c *cli) actor() string {

@@ -31,6 +31,7 @@ func TestAuditLog(t *testing.T) {
 
 		s, err := sqlstore.New(ctx, openDB(t, b.driver, dsn), b.dialect, sqlstore.WithTable(table))
 		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
 		es, err := s.Definitions().AuditLog(ctx, cron.AuditQuery{})
 		require.NoError(t, err)
 		var got []string
@@ -43,7 +44,9 @@ func TestAuditLog(t *testing.T) {
 			`edit report: spec: "0 9 * * *" → "0 10 * * *"`,
 			`pause report: note "db upgrade"`,
 			`resume report: `,
-			`import ` + file + `: 3 created, 0 replaced, 0 unchanged, 0 deleted`,
+			`create t00000: imported from ` + file,
+			`create t00001: imported from ` + file,
+			`create t00002: imported from ` + file,
 			`delete report: version 4`,
 		}, got)
 	})

@@ -37,10 +37,17 @@ func (c *cli) tasksImport(args []string) error {
 	if err != nil {
 		return f.error(err)
 	}
-	if res.Created+res.Replaced+res.Deleted > 0 {
-		c.audit(s, cron.AuditEntry{Action: "import", Kind: "tasks", Name: f.name,
-			Detail: fmt.Sprintf("%d created, %d replaced, %d unchanged, %d deleted", res.Created, res.Replaced, res.Unchanged, res.Deleted)})
+	var es []cron.AuditEntry
+	for _, n := range res.CreatedNames {
+		es = append(es, cron.AuditEntry{Action: "create", Kind: "task", Name: n, Detail: "imported from " + f.name})
 	}
+	for _, n := range res.ReplacedNames {
+		es = append(es, cron.AuditEntry{Action: "edit", Kind: "task", Name: n, Detail: "replaced by its definition in " + f.name})
+	}
+	for _, n := range res.DeletedNames {
+		es = append(es, cron.AuditEntry{Action: "delete", Kind: "task", Name: n, Detail: "not in " + f.name + " (-sync)"})
+	}
+	c.auditMany(s, es)
 	if c.json {
 		return c.writeJSON(struct {
 			Created   int `json:"created"`

@@ -57,6 +57,7 @@ func TestRunHistoryNodes(t *testing.T) {
 		s, err := sqlstore.New(ctx, openDB(t, b.driver, dsn), b.dialect, sqlstore.WithTable(table),
 			sqlstore.WithLease(2*time.Second), sqlstore.WithNode("node-a"), sqlstore.WithRunLimit(77))
 		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
 		ran := make(chan string, 10)
 		h := func(_ context.Context, _ string, r schedule.Run) error {
 			ran <- r.Job

@@ -236,8 +236,11 @@ func (c *cli) tasksCreate(args []string) error {
 	if f == nil {
 		c.audit(s, cron.AuditEntry{Action: "create", Kind: "task", Name: tasks[0].Name, Detail: created(tasks[0])})
 	} else {
-		c.audit(s, cron.AuditEntry{Action: "create", Kind: "tasks", Name: f.name,
-			Detail: fmt.Sprintf("%d tasks, from %s", len(tasks), f.name)})
+		es := make([]cron.AuditEntry, len(tasks))
+		for i, t := range tasks {
+			es[i] = cron.AuditEntry{Action: "create", Kind: "task", Name: t.Name, Detail: created(t) + ", from " + f.name}
+		}
+		c.auditMany(s, es)
 	}
 	if c.json {
 		return c.writeJSON(struct {

@@ -99,6 +99,7 @@ func serve(ctx context.Context, c config, out io.Writer, ready func(url string))
 	if err != nil {
 		return err
 	}
+	defer store.Close() // before db.Close: on PostgreSQL, it stops the listener of the definitions
 	defs := store.Definitions()
 	if err := seed(ctx, defs); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,12 @@ func TestAuditLog(t *testing.T) {
 			q.Before = page[len(page)-1].ID
 		}
 		assert.Len(t, seen, 21, "20 pauses and the edit, each once")
+		none, err := a.AuditLog(ctx, cron.AuditQuery{Name: "report", Kind: "calendar"})
+		require.NoError(t, err)
+		assert.Empty(t, none, "no calendar of the name")
+		tasks, err := a.AuditLog(ctx, cron.AuditQuery{Kind: "task", Limit: 1000})
+		require.NoError(t, err)
+		assert.Len(t, tasks, 41, "every entry is a task's")
 		first := all[len(all)-1]
 		assert.Equal(t, "alice", first.Actor)
 		assert.Contains(t, []time.Time{at, at.Add(100 * time.Second)}, first.At, "to the nanosecond, in UTC")
@@ -114,5 +121,29 @@ func TestAuditLogPruned(t *testing.T) {
 		require.NoError(t, sqlstore.Drop(ctx, db, b.dialect, tb))
 		var n int
 		assert.Error(t, db.QueryRow(`SELECT COUNT(*) FROM `+tb+`_audit`).Scan(&n), "Drop drops the audit log")
+	})
+}
+
+// AuditMany keeps many entries in their order, a statement for each
+// thousand, and prunes as Audit does when their ids pass a thousandth.
+func TestAuditMany(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		defs := newStore(t, b, b.dsn(t)).Definitions()
+		es := make([]cron.AuditEntry, 2500)
+		for i := range es {
+			es[i] = cron.AuditEntry{Actor: "ana", Action: "create", Kind: "task", Name: fmt.Sprintf("t%04d", i), Detail: "from tasks.json"}
+		}
+		es[7].Actor = "nul\x00 and \xff"
+		require.NoError(t, defs.AuditMany(ctx, es))
+		got, err := defs.AuditLog(ctx, cron.AuditQuery{Limit: cron.MaxAuditLimit})
+		require.NoError(t, err)
+		require.Len(t, got, 1000)
+		assert.Equal(t, "t2499", got[0].Name, "newest first: the last given")
+		assert.Equal(t, int64(2500), got[0].ID)
+		one, err := defs.AuditLog(ctx, cron.AuditQuery{Name: "t0007"})
+		require.NoError(t, err)
+		require.Len(t, one, 1)
+		assert.Equal(t, "nul\uFFFD and \uFFFD", one[0].Actor)
+		assert.Equal(t, int64(8), one[0].ID, "in the order given")
 	})
 }

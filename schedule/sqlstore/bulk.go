@@ -110,6 +110,10 @@ type ImportResult struct {
 	Replaced  int // definitions that differed, saved at their version plus one
 	Unchanged int // definitions saved as given already: not written, their version kept
 	Deleted   int // definitions the tasks did not name (DeleteOthers)
+	// The names of the definitions created and replaced, in the order of
+	// the tasks, and of those deleted, sorted: what an audit log records
+	// of the import.
+	CreatedNames, ReplacedNames, DeletedNames []string
 }
 
 // Import saves tasks, all or none, in one transaction: a task not defined
@@ -156,11 +160,13 @@ func (d *Definitions) Import(ctx context.Context, tasks []cron.Task, opts ...Imp
 			switch {
 			case !ok:
 				res.Created++
+				res.CreatedNames = append(res.CreatedNames, t.Name)
 			case sameArgs(d.rowArgs(def.Task), rows[i]):
 				res.Unchanged++
 				continue
 			default:
 				res.Replaced++
+				res.ReplacedNames = append(res.ReplacedNames, t.Name)
 			}
 			write = append(write, i)
 		}
@@ -182,7 +188,7 @@ func (d *Definitions) Import(ctx context.Context, tasks []cron.Task, opts ...Imp
 			if err := d.deleteNamed(ctx, tx, q, gone); err != nil {
 				return err
 			}
-			res.Deleted = len(gone)
+			res.Deleted, res.DeletedNames = len(gone), gone
 		}
 		if len(write) == 0 && res.Deleted == 0 {
 			return errUnchanged // nothing written: the marker's bump is rolled back

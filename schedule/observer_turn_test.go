@@ -15,11 +15,9 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// REVIEW: a catch-up run (MisfireRunAll, inline) reports its record at
-// once, without a ticket: it reaches the Observer while the record of a
-// run that ended before it is still there, breaking "one at a time, in
-// the order the runs ended" (WithObserver's doc).
-func TestReviewCatchUpRecordWaitsForItsTurn(t *testing.T) {
+// A catch-up run's record waits for its turn: it reaches the Observer
+// after the records of the runs that ended before it, one at a time.
+func TestCatchUpRecordWaitsForItsTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		in, most := 0, 0
@@ -58,13 +56,10 @@ func TestReviewCatchUpRecordWaitsForItsTurn(t *testing.T) {
 	})
 }
 
-// REVIEW: an Observer that calls runtime.Goexit on the record of a failed
-// attempt that WithRetry runs again (reportFailed, inside finish) leaves
-// the attempt's lease renewed for ever: the runner's deferred exit lands
-// the flight but stops no renewal, so after Stop the lease is still
-// renewed and the slot is never taken over (as TestGoexitOnALeaseStore
-// StopsRenewing, for the Func). The turn itself is passed (no deadlock).
-func TestReviewObserverGoexitOnARetryStopsRenewing(t *testing.T) {
+// An Observer that calls runtime.Goexit on the record of an attempt to be
+// retried gives up the attempt's lease: after Stop it is no longer
+// renewed, and the slot can be taken over.
+func TestObserverGoexitOnARetryStopsRenewing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newLeaseStore(9 * time.Second)
 		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {

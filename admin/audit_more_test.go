@@ -27,11 +27,9 @@ func (a *ctxAudit) Audit(ctx context.Context, e cron.AuditEntry) error {
 	return a.memAudit.Audit(ctx, e)
 }
 
-// REVIEW: the entry of a change is written with the request's context:
-// a client that goes away once it has sent its POST (a closed browser
-// tab, curl -m, a proxy timeout) has its change made, and no entry kept.
-// An audit log that the actor can skip by hanging up is no audit log.
-func TestReviewAuditEntryOutlivesTheRequest(t *testing.T) {
+// A change is audited even if its client goes away as it is made: the
+// entry is written with a context of its own.
+func TestAuditEntryOutlivesTheRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := &ctxAudit{}
 		f := newFixture(t, func(o *admin.Options) { o.Audit = a }, task("nightly"))
@@ -50,10 +48,9 @@ func TestReviewAuditEntryOutlivesTheRequest(t *testing.T) {
 	})
 }
 
-// REVIEW: a task's or job's page reads the audit log by Name alone: the
-// entries of a calendar that has the job's name show as the job's
-// changes, and "Every change of it" lists them too.
-func TestReviewAuditChangesAreOfTheirKind(t *testing.T) {
+// A task's or job's page shows the entries of its kind only: a calendar
+// of the same name has entries of its own.
+func TestAuditChangesAreOfTheirKind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a memAudit
 		f := newFixture(t, func(o *admin.Options) { auditing(&a)(o); withCalendars(o) })
@@ -66,12 +63,9 @@ func TestReviewAuditChangesAreOfTheirKind(t *testing.T) {
 	})
 }
 
-// REVIEW: on a phone (max-width 760px) the list hides each row's buttons,
-// "on its page" (admin.css). A Job's page has none: detail.html shows
-// them only if .Loaded, which detail sets for tasks alone, and it says of
-// the Job "Defined, but not loaded yet". On a phone, a Job is run, paused
-// or resumed only through the bulk form.
-func TestReviewJobPageHasItsButtons(t *testing.T) {
+// A Job's page has its Run, Pause and Resume buttons (a phone's list has
+// none), and does not call the job undefined.
+func TestJobPageHasItsButtons(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, nil)
 		defer f.stop()
@@ -82,12 +76,8 @@ func TestReviewJobPageHasItsButtons(t *testing.T) {
 	})
 }
 
-// REVIEW: audit.html writes the older page's link as href="audit?{{.}}"
-// with Older an encoded query: html/template, in a URL's query, escapes
-// it again ("before%3d5%26name%3d..."), so "Older →" leads to the first
-// page, of every name. Followed as a browser does, it must lead to the
-// older entries, of the same name.
-func TestReviewAuditOlderLinkWorks(t *testing.T) {
+// The audit page's link to older entries leads to them.
+func TestAuditOlderLinkWorks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a memAudit
 		f := newFixture(t, func(o *admin.Options) { auditing(&a)(o); o.PageSize = 2 })
@@ -126,11 +116,9 @@ func (d *getFails) Get(ctx context.Context, name string) (cron.Task, int64, erro
 	return d.memDefs.Get(ctx, name)
 }
 
-// REVIEW: an edit whose old definition could not be read is recorded as
-// if every field had been empty before: the entry says that the handler
-// changed from "" to "ok", and the zone, and so on, when only the spec
-// did. It should say that the old definition could not be read.
-func TestReviewAuditEditOldUnread(t *testing.T) {
+// An edit whose definition before could not be read says so, rather than
+// record every field as changed from empty.
+func TestAuditEditOldUnread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a memAudit
 		var g *getFails

@@ -10,12 +10,9 @@ import (
 	"github.com/circulation-go/circulation/schedule/sqlstore"
 )
 
-// REVIEW: "tasks create -f" and "tasks import" write one entry, named
-// after the file: the tasks they create, replace or (with -sync) delete
-// have none under their own names, so a task's page ("Changes", "Every
-// change of it", which read the log by name) does not show that an
-// import made, changed or deleted it.
-func TestReviewImportAuditsEachTask(t *testing.T) {
+// A file of definitions created or imported leaves an entry under the name
+// of each task it created, replaced or deleted.
+func TestImportAuditsEachTask(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		db, dsn, table := b.open(t)
 		ok(t, args(db, "migrate")...)
@@ -26,6 +23,7 @@ func TestReviewImportAuditsEachTask(t *testing.T) {
 
 		s, err := sqlstore.New(ctx, openDB(t, b.driver, dsn), b.dialect, sqlstore.WithTable(table))
 		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
 		for _, name := range []string{"t00000", "t00001"} {
 			es, err := s.Definitions().AuditLog(ctx, cron.AuditQuery{Name: name})
 			require.NoError(t, err)

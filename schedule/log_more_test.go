@@ -15,11 +15,10 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// REVIEW: the Missed slots held back within the minute after a "slots
-// missed" line are only logged by the next Missed slot: when none comes
-// (the usual case after a herd that woke late), the count is lost. Here
-// 10 jobs miss 40 slots; five minutes later the log still says 4.
-func TestReviewMissedHeldCountIsLogged(t *testing.T) {
+// The Missed slots held back within the minute after a "slots missed"
+// line are logged once the minute is over, with no later slot to carry
+// them.
+func TestLogMissedHeldCountIsLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var h logRecorder
 		p := schedule.Preset(schedule.WithNode("n"), schedule.WithLogger(slog.New(&h)))
@@ -49,11 +48,9 @@ func TestReviewMissedHeldCountIsLogged(t *testing.T) {
 	})
 }
 
-// REVIEW: a MemoryStore's Finish returns ErrNoRecord when the run's record
-// was dropped (it keeps the newest keep records): that is an answer, not a
-// failure, but heard now counts it into an outage and logs "store
-// unreachable" at Error for an in-process MemoryStore.
-func TestReviewFinishErrNoRecordIsNotAnOutage(t *testing.T) {
+// A Finish that finds its record dropped (ErrNoRecord) is an answer of
+// the store, not an outage.
+func TestLogFinishErrNoRecordIsNotAnOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var h logRecorder
 		f := func(ctx context.Context, r schedule.Run) error {
@@ -74,11 +71,9 @@ func TestReviewFinishErrNoRecordIsNotAnOutage(t *testing.T) {
 	})
 }
 
-// REVIEW: missedLogs keeps every *slog.Logger that ever logged a Missed
-// slot, for ever: a logger per job (base.With("job", name)), or per
-// Table, is never collected, nor what its handler holds. The outage log
-// was made not to keep its stores alive (TestLogOutagesKeepNoStoreAlive).
-func TestReviewMissedLogsKeepNoLoggerAlive(t *testing.T) {
+// A logger that logged Missed slots is collected once dropped: a logger
+// per job or per Table is not kept for ever.
+func TestLogMissedKeepsNoLoggerAlive(t *testing.T) {
 	collected := make(chan struct{}, 1)
 	synctest.Test(t, func(t *testing.T) {
 		h := &logRecorder{}
