@@ -60,7 +60,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 		s := newStore(t, b, dsn, sqlstore.WithHistory(100, 100))
 		require.Equal(t, sqlstore.SchemaVersion(), version())
-		require.Equal(t, 10, sqlstore.SchemaVersion())
+		require.Equal(t, 11, sqlstore.SchemaVersion())
 		h, err := s.History(ctx, "j", 10)
 		require.NoError(t, err)
 		require.Len(t, h, len(wrote), "the records are kept")

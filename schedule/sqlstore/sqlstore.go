@@ -102,6 +102,7 @@ type Store struct {
 	b        batcher       // the claims, finishes, renewals and prunings of many jobs, sent together
 	limit    *schedule.RunLimit
 	bq       batchQueries
+	countSQL string // CountRuns's statement
 	stats    counters
 	slow     slowLog // the lines of slow statements, one a minute at most
 	defs     *Definitions
@@ -186,6 +187,7 @@ func newAt(ctx context.Context, db *sql.DB, d Dialect, version int, opts ...Opti
 	s := &Store{db: db, dialect: d, opts: o, q: buildQueries(d, o.table),
 		unsure: make(map[slotKey]unsureClaim), held: make(map[slotKey]time.Time), sweepAt: maxUnsure}
 	s.bq = buildBatchQueries(d, o.table)
+	s.countSQL = queries{dialect: d, table: o.table}.rewrite(countRunsSQL)
 	s.b = batcher{exec: s.send, lanes: lanes(db, d), max: maxBatch}
 	s.limit = schedule.NewRunLimit(o.runs)
 	s.defs = newDefinitions(s)

@@ -52,7 +52,8 @@ type Statement struct {
 //   - "definitions.read", "definitions.write": the reads and writes of
 //     the task definitions and calendars (Definitions);
 //   - "audit": a write (Audit) or read (AuditLog) of the audit log, and
-//     "prune" for the pruning of its oldest entries.
+//     "prune" for the pruning of its oldest entries;
+//   - "count": CountRuns.
 //
 // The statements of New's migration, and the few that follow a claim
 // whose statement failed (adopting it, or withdrawing a claim that raced
@@ -80,6 +81,7 @@ const (
 	hookDefsRead   = "definitions.read"
 	hookDefsWrites = "definitions.write"
 	hookAudit      = "audit"
+	hookCount      = "count"
 )
 
 // began returns the time an exchange with the database begins, for done,
