@@ -21,7 +21,7 @@ const upcoming = 10
 type detail struct {
 	row
 	Definition *cron.Task   `json:"definition,omitempty"` // a task's, with its defaults spelled out
-	Loaded     bool         `json:"loaded"`               // the Table runs the task; false if only defined yet
+	Loaded     bool         `json:"loaded"`               // the Table runs the task (false if only defined yet); a Job, always
 	Upcoming   []time.Time  `json:"upcoming"`             // its next runs, in its zone
 	History    []record     `json:"history"`
 	Page       int          `json:"page"` // of the history, from 1

@@ -15,14 +15,17 @@ const missedEvery = time.Minute
 
 // missedLog holds back the "slots missed" lines of one logger to one per
 // missedEvery: the slots missed meanwhile are counted, and logged when the
-// minute is over, by a timer, or by the next Missed slot after it.
+// minute is over, by a timer, or by the next Missed slot after it. (A
+// timer armed in a testing/synctest bubble that ends first never fires:
+// the count it would have logged waits for the next Missed slot after the
+// minute, by whichever clock reads it.)
 type missedLog struct {
 	mu       sync.Mutex
-	logged   time.Time   // the latest line
-	unlogged int         // the slots Missed since it that no line counted
-	first    Record      // the first of those
-	node     string      // the node of the job of first
-	timer    *time.Timer // flushes the count held, once the minute is over; nil if none is armed
+	logged   time.Time // the latest line
+	unlogged int       // the slots Missed since it that no line counted
+	first    Record    // the first of those
+	node     string    // the node of the job of first
+	flushAt  time.Time // when the timer armed last flushes the count held; zero if none is
 }
 
 // missedLogs holds a *missedLog per logger, made at its first Missed slot,
@@ -65,9 +68,16 @@ func (j *Job) logMissed(rs []Record) {
 		m.first, m.node = rs[first], j.cfg.nodeName()
 	}
 	m.unlogged += n
-	if wait := missedEvery - now.Sub(m.logged); !m.logged.IsZero() && wait > 0 {
-		if m.timer == nil {
-			m.timer = time.AfterFunc(wait, func() { m.flush(l) })
+	// Held if the latest line is less than a minute old by this clock (a
+	// line "later" than now was logged by another clock: a test's bubble,
+	// or the wall clock set back).
+	if since := now.Sub(m.logged); !m.logged.IsZero() && since >= 0 && since < missedEvery {
+		// A timer flushes the count once the minute is over. One armed
+		// for a time past, which did not flush, died with the bubble
+		// that armed it: another is armed.
+		if m.flushAt.IsZero() || now.After(m.flushAt) {
+			m.flushAt = m.logged.Add(missedEvery)
+			time.AfterFunc(m.flushAt.Sub(now), func() { m.flush(l) })
 		}
 		m.mu.Unlock()
 		return
@@ -81,7 +91,7 @@ func (j *Job) logMissed(rs []Record) {
 // latest line is over: the timer's call.
 func (m *missedLog) flush(l *slog.Logger) {
 	m.mu.Lock()
-	m.timer = nil
+	m.flushAt = time.Time{}
 	if m.unlogged == 0 {
 		m.mu.Unlock()
 		return

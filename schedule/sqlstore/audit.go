@@ -36,8 +36,10 @@ const (
 // array $1, in its order, and return the greatest id.
 const (
 	insertAuditsPG = `INSERT INTO {t}_audit (at_ns, actor, action, kind, name, detail)
-SELECT at_ns, actor, action, kind, name, detail FROM json_to_recordset(CAST($1 AS json))
-	AS b(at_ns bigint, actor text, action text, kind text, name text, detail text) RETURNING id`
+SELECT b.at_ns, b.actor, b.action, b.kind, b.name, b.detail
+FROM json_array_elements(CAST($1 AS json)) WITH ORDINALITY AS e(v, i),
+	json_to_record(e.v) AS b(at_ns bigint, actor text, action text, kind text, name text, detail text)
+ORDER BY e.i RETURNING id`
 	insertAuditsSQLite = `INSERT INTO {t}_audit (at_ns, actor, action, kind, name, detail)
 SELECT value->>'at_ns', value->>'actor', value->>'action', value->>'kind', value->>'name', value->>'detail'
 FROM json_each($1) ORDER BY key RETURNING id`

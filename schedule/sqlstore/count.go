@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/circulation-go/circulation/schedule"
@@ -33,8 +34,11 @@ func (s *Store) CountRuns(ctx context.Context, from time.Time, step time.Duratio
 	case n < 1 || n > MaxCountSteps:
 		return nil, fmt.Errorf("sqlstore: CountRuns of %d ranges: want 1 to %d", n, MaxCountSteps)
 	}
+	if step > time.Duration(math.MaxInt64)/time.Duration(n) {
+		return nil, fmt.Errorf("sqlstore: CountRuns from %v, %d ranges of %v: past what a Due holds", from, n, step)
+	}
 	to := from.Add(step * time.Duration(n))
-	if from.Year() < 1678 || to.Year() > 2261 || to.Sub(from) != step*time.Duration(n) {
+	if from.Year() < 1678 || to.Year() > 2261 {
 		return nil, fmt.Errorf("sqlstore: CountRuns from %v, %d ranges of %v: past what a Due holds", from, n, step)
 	}
 	counts := make([]map[schedule.Status]int, n)

@@ -14,12 +14,10 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// The fix of runner.go (live) covers the runner's own run only: an
-// Observer that calls runtime.Goexit on the record of a catch-up's attempt
-// to be retried (reported inline, from catchUpRun, inside begin) leaves
-// the catch-up's renewal running: its lease is renewed for ever, after
-// Stop, and the slot is never taken over.
-func TestRev3ObserverGoexitOnACatchUpRetryStopsRenewing(t *testing.T) {
+// An Observer that calls runtime.Goexit on the record of a catch-up's
+// attempt to be retried gives up the attempt's lease, as for the runner's
+// own runs: after Stop it is no longer renewed.
+func TestObserverGoexitOnACatchUpRetryStopsRenewing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &downLeaseStore{leaseStore: newLeaseStore(9 * time.Second)}
 		j := schedule.NewJob("j", schedule.Every(time.Minute), func(_ context.Context, r schedule.Run) error {
