@@ -361,7 +361,9 @@ sqlstore_race() {
 	fi
 	parallel \
 		"runtest 'schedule/sqlstore -race, its longest tests' schedule/sqlstore '$bin/sqlstore.test' -test.count=1 -test.timeout=20m -test.run '$sqlstore_long'" \
-		"runtest 'schedule/sqlstore -race, the others' schedule/sqlstore '$bin/sqlstore.test' -test.count=1 -test.timeout=20m -test.skip '$sqlstore_long'"
+		"runtest 'schedule/sqlstore -race, the others' schedule/sqlstore '$bin/sqlstore.test' -test.count=1 -test.timeout=20m -test.skip '$sqlstore_long'" || return 1
+	note "go test -race ./sqlstoretest"
+	(cd schedule/sqlstore && gotest -race -count=1 ./sqlstoretest)
 }
 
 step "gofmt" gofmt_step

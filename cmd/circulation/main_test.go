@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/circulation-go/circulation/schedule/sqlstore"
+	"github.com/circulation-go/circulation/schedule/sqlstore/sqlstoretest"
 )
 
 // The tests run the command as a user does: the binary, built once by
@@ -52,15 +53,15 @@ func testMain(m *testing.M) int {
 	}
 	if dsn := os.Getenv("CIRCULATION_TEST_PG_DSN"); dsn != "" {
 		pg.dsn = dsn
-	} else if s, err := startPostgres(); err != nil {
+	} else if s, err := sqlstoretest.StartPostgres(); err != nil {
 		pg.err = err
 		if os.Getenv("CI") != "" {
 			fmt.Fprintf(os.Stderr, "circulation: CI is set and PostgreSQL could not be started: %v\n", err)
 			return 1
 		}
 	} else {
-		pg.dsn = s.dsn()
-		defer s.remove()
+		pg.dsn = s.DSN()
+		defer s.Remove()
 	}
 	code := m.Run()
 	if code == 0 {

@@ -100,7 +100,7 @@ func TestClaimLostReply(t *testing.T) {
 	}
 	b := backends()[1]
 	b.dsn(t) // a fresh table
-	proxy := newLostReplyProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.server.port))
+	proxy := newLostReplyProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.server.Port()))
 	viaProxy := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", proxy.addr())
 	s := newStore(t, b, viaProxy, sqlstore.WithLease(time.Minute))
 	other := newStore(t, b, pg.dsn, sqlstore.WithLease(time.Minute))

@@ -15,13 +15,14 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/circulation-go/circulation/schedule/sqlstore"
+	"github.com/circulation-go/circulation/schedule/sqlstore/sqlstoretest"
 )
 
 // pg is the PostgreSQL the tests run against: one TestMain starts, or the
 // one SQLSTORE_PG_DSN names (then pg.server is nil and the outage test
 // skips). pgErr says why there is none.
 var pg struct {
-	server *pgServer
+	server *sqlstoretest.Postgres
 	dsn    string
 	err    error
 }
@@ -36,15 +37,15 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	if dsn := os.Getenv("SQLSTORE_PG_DSN"); dsn != "" {
 		pg.dsn = dsn
-	} else if s, err := startPostgres(); err != nil {
+	} else if s, err := sqlstoretest.StartPostgres(); err != nil {
 		pg.err = err
 		if os.Getenv("CI") != "" {
 			fmt.Fprintf(os.Stderr, "sqlstore: CI is set and PostgreSQL could not be started: %v\n", err)
 			return 1
 		}
 	} else {
-		pg.server, pg.dsn = s, s.dsn()
-		defer s.remove()
+		pg.server, pg.dsn = s, s.DSN()
+		defer s.Remove()
 	}
 	code := m.Run()
 	if code == 0 {

@@ -259,13 +259,13 @@ func TestOutage(t *testing.T) {
 	}
 	from := time.Now()
 	time.Sleep(time.Second)
-	if err := pg.server.stop(); err != nil {
+	if err := pg.server.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	down := time.Now()
 	time.Sleep(3 * time.Second)
 	up0 := time.Now()
-	if err := pg.server.start(); err != nil {
+	if err := pg.server.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("PostgreSQL down from %v to %v", down.Sub(from).Round(time.Millisecond), time.Since(from).Round(time.Millisecond))

@@ -172,7 +172,7 @@ func TestAdoptOnlyALiveClaim(t *testing.T) {
 	b := backends()[1]
 	b.dsn(t)
 	const lease = 300 * time.Millisecond
-	proxy := newTagProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.server.port), "SELECT 1")
+	proxy := newTagProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.server.Port()), "SELECT 1")
 	viaProxy := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", proxy.l.Addr().String())
 	sa := newStore(t, b, viaProxy, sqlstore.WithLease(lease))
 	sb := newStore(t, b, pg.dsn, sqlstore.WithLease(lease))

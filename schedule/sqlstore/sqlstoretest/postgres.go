@@ -1,4 +1,6 @@
-package main
+//go:build unix
+
+package sqlstoretest
 
 import (
 	"bytes"
@@ -13,9 +15,8 @@ import (
 	"syscall"
 )
 
-// A pgServer is a throwaway PostgreSQL the tests start with initdb and
-// pg_ctl, on 127.0.0.1 and a free port, in a temporary directory.
-type pgServer struct {
+// A Postgres is a throwaway PostgreSQL server, started by StartPostgres.
+type Postgres struct {
 	bin  string // folder of initdb and pg_ctl
 	dir  string // removed by remove
 	port int
@@ -36,7 +37,11 @@ func pgBin() (string, error) {
 	return "", errors.New("initdb and pg_ctl not found (apt-get install postgresql)")
 }
 
-func startPostgres() (*pgServer, error) {
+// StartPostgres starts a PostgreSQL server in a new temporary directory
+// and waits until it accepts connections (DSN). It returns an error if
+// initdb and pg_ctl are not found, on the PATH or under
+// /usr/lib/postgresql, or the server does not start.
+func StartPostgres() (*Postgres, error) {
 	bin, err := pgBin()
 	if err != nil {
 		return nil, err
@@ -47,11 +52,11 @@ func startPostgres() (*pgServer, error) {
 		// TMPDIR that only root can enter.
 		parent = "/tmp"
 	}
-	dir, err := os.MkdirTemp(parent, "circulation-pg-")
+	dir, err := os.MkdirTemp(parent, "sqlstoretest-pg-")
 	if err != nil {
 		return nil, err
 	}
-	s := &pgServer{bin: bin, dir: dir}
+	s := &Postgres{bin: bin, dir: dir}
 	if os.Geteuid() == 0 {
 		// initdb refuses to run as root: the server runs as postgres,
 		// or nobody, and owns the directory.
@@ -62,30 +67,30 @@ func startPostgres() (*pgServer, error) {
 			}
 		}
 		if err != nil {
-			s.remove()
+			s.Remove()
 			return nil, fmt.Errorf("no unprivileged user to run PostgreSQL as: %w", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		if err := os.Chown(dir, uid, gid); err != nil {
-			s.remove()
+			s.Remove()
 			return nil, err
 		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		s.remove()
+		s.Remove()
 		return nil, err
 	}
 	s.port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	if err := s.run("initdb", "-D", s.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
-		s.remove()
+		s.Remove()
 		return nil, err
 	}
-	if err := s.start(); err != nil {
-		s.remove()
+	if err := s.Start(); err != nil {
+		s.Remove()
 		return nil, err
 	}
 	s.watch()
@@ -96,7 +101,7 @@ func startPostgres() (*pgServer, error) {
 // this process is gone, should it die without remove: a test that panics
 // ends the process before TestMain's deferred calls. It needs /proc to see
 // this process, whoever the shell runs as.
-func (s *pgServer) watch() {
+func (s *Postgres) watch() {
 	if _, err := os.Stat("/proc/self"); err != nil {
 		return
 	}
@@ -113,13 +118,18 @@ func (s *pgServer) watch() {
 	}
 }
 
-func (s *pgServer) data() string { return filepath.Join(s.dir, "data") }
+// Port returns the server's port on 127.0.0.1.
+func (s *Postgres) Port() int { return s.port }
 
-func (s *pgServer) dsn() string {
+func (s *Postgres) data() string { return filepath.Join(s.dir, "data") }
+
+// DSN returns the URL of the server's database postgres, as its user
+// postgres, for pgx: postgres://postgres@127.0.0.1:PORT/postgres.
+func (s *Postgres) DSN() string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
 }
 
-func (s *pgServer) run(name string, args ...string) error {
+func (s *Postgres) run(name string, args ...string) error {
 	cmd := exec.Command(filepath.Join(s.bin, name), args...)
 	cmd.Dir = s.dir
 	var out bytes.Buffer
@@ -133,20 +143,22 @@ func (s *pgServer) run(name string, args ...string) error {
 	return nil
 }
 
-// start starts the server and waits until it accepts connections.
-func (s *pgServer) start() error {
+// Start starts the server again, after Stop, and waits until it accepts
+// connections, on the same port.
+func (s *Postgres) Start() error {
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", s.port, s.dir)
 	return s.run("pg_ctl", "-D", s.data(), "-o", opts, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "start")
 }
 
-// stop stops the server, cutting its connections.
-func (s *pgServer) stop() error {
+// Stop stops the server, cutting its connections: an outage, until Start.
+func (s *Postgres) Stop() error {
 	return s.run("pg_ctl", "-D", s.data(), "-m", "fast", "-w", "-t", "60", "stop")
 }
 
-func (s *pgServer) remove() {
+// Remove stops the server and removes its directory.
+func (s *Postgres) Remove() {
 	if s.port != 0 {
-		_ = s.stop()
+		_ = s.Stop()
 	}
 	os.RemoveAll(s.dir)
 }
