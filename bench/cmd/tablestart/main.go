@@ -54,6 +54,7 @@ type options struct {
 	rounds int
 	dsn    string
 	pool   int
+	runs   int // records a task, its run and copies of it an hour apart before it
 }
 
 func main() {
@@ -63,6 +64,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds, each on tables of its own; the medians are reported")
 	flag.StringVar(&o.dsn, "dsn", "", "a PostgreSQL to use instead of a throwaway one")
 	flag.IntVar(&o.pool, "pool", 16, "connections per Store on PostgreSQL; SQLite has one")
+	flag.IntVar(&o.runs, "records", 1, "records a task before the second start: its run, and copies of it an hour apart before it")
 	profile := flag.String("cpuprofile", "", "write a CPU profile to the file")
 	flag.Parse()
 	if *profile != "" {
@@ -96,6 +98,7 @@ type round struct {
 	polled      time.Duration // a change by another Store, until the Table applied it
 	own         time.Duration // a change by the Table's Store
 	pages       [4]page       // the admin page's list read again (names changed, and not), a search, a task's page
+	overview    [2]page       // the admin page's overview: its census read again, and cached
 }
 
 func run(o options) error {
@@ -132,12 +135,13 @@ func run(o options) error {
 		fmt.Printf("round %d: definitions read in %.2f s; first start %.2f s (%.4f statements a task), second %.2f s (%.4f), Tasks %.0f ms, "+
 			"a change applied in %.0f ms (another Store) and %.0f ms (its own); heap %.0f B a task; "+
 			"%d runs recorded in %.1f s, Stop %.2f s; a Create %.1f ms; "+
-			"admin: list read again %.1f ms (%d statements), names unchanged %.1f ms (%d), search %.1f ms (%d), a task's page %.1f ms (%d)\n",
+			"admin: list read again %.1f ms (%d statements), names unchanged %.1f ms (%d), search %.1f ms (%d), a task's page %.1f ms (%d); "+
+			"overview read again %.1f ms (%d statements), cached %.1f ms (%d)\n",
 			k+1, r.read.Seconds(), r.first.Seconds(), float64(r.firstStmts)/float64(o.tasks), r.second.Seconds(),
 			float64(r.secondStmts)/float64(o.tasks), ms(r.tasks), ms(r.polled), ms(r.own), r.heapPerTask,
 			o.tasks, r.records.Seconds(), r.stop.Seconds(), ms(r.create),
 			ms(r.pages[0].took), r.pages[0].stmts, ms(r.pages[1].took), r.pages[1].stmts, ms(r.pages[2].took), r.pages[2].stmts,
-			ms(r.pages[3].took), r.pages[3].stmts)
+			ms(r.pages[3].took), r.pages[3].stmts, ms(r.overview[0].took), r.overview[0].stmts, ms(r.overview[1].took), r.overview[1].stmts)
 		rs = append(rs, r)
 	}
 	med := func(f func(round) float64) float64 {
@@ -258,7 +262,7 @@ func measure(o options, table string) (r round, err error) {
 	runtime.GC()
 	runtime.ReadMemStats(&mem)
 	heap := mem.HeapAlloc
-	tb, _, db, took, stmts, err := start()
+	tb, s1, db, took, stmts, err := start()
 	if err != nil {
 		return r, err
 	}
@@ -282,11 +286,22 @@ func measure(o options, table string) (r round, err error) {
 		return r, err
 	}
 	r.records = time.Since(began)
+	if o.runs > 1 {
+		// Copies of every record, an hour apart before it, as if the
+		// tasks had run every hour, in one statement.
+		cols := "reason, status, start_ns, end_ns, node, err, attempt, lease_until, released, planned_ns"
+		copies := fmt.Sprintf(`WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < %d)
+INSERT INTO %s (job, due, %s) SELECT job, due - k.i * %d, %s FROM %[2]s, k`, o.runs-1, table, cols, int64(time.Hour), cols)
+		if _, err := edb.ExecContext(ctx, copies); err != nil {
+			return r, fmt.Errorf("copying the records: %w", err)
+		}
+	}
 	began = time.Now()
 	if err := tb.Stop(ctx); err != nil {
 		return r, err
 	}
 	r.stop = time.Since(began)
+	s1.Close()
 	db.Close()
 
 	tb, s, db, took, stmts, err := start()
@@ -294,6 +309,7 @@ func measure(o options, table string) (r round, err error) {
 		return r, err
 	}
 	defer db.Close()
+	defer s.Close()
 	defer tb.Stop(ctx)
 	r.second, r.secondStmts = took, stmts
 	began = time.Now()
@@ -302,6 +318,9 @@ func measure(o options, table string) (r round, err error) {
 	}
 	r.tasks = time.Since(began)
 	if r.pages, err = adminPages(tb, s, names); err != nil {
+		return r, err
+	}
+	if r.overview, err = overviewPages(tb, s); err != nil {
 		return r, err
 	}
 
