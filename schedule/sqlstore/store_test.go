@@ -417,9 +417,10 @@ func TestPruneKeepsTheFailuresInARow(t *testing.T) {
 			}
 			require.NoError(t, s.Finish(ctx, r))
 		}
-		eventually(t, "the background prunes", func() bool { return s.Stats().Prunes >= uint64(n/16) })
+		// Prunes counts a pruning as it is sent: the records are read
+		// until one has pruned.
+		eventually(t, "the background prunes", func() bool { return s.Stats().Prunes >= uint64(n/16) && len(dues("k")) < n })
 		d := dues("k")
-		assert.Less(t, len(d), n, "the background pruned")
 		assert.Subset(t, d, []int{0, 21, n / 2, n - 1}, "the background pruned only what the counts and the failures in a row leave")
 		_, err = s.Prune(ctx, "k")
 		require.NoError(t, err)
