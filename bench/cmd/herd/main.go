@@ -52,7 +52,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/circulation-go/circulation/bench/internal/pgserver"
+	"github.com/circulation-go/circulation/schedule/sqlstore/sqlstoretest"
 )
 
 // options are herd's flags; the parent passes them on to its replicas.
@@ -155,7 +155,7 @@ func parent(o options) error {
 	switch o.Store {
 	case "postgres":
 		if o.DSN == "" {
-			pg, err := pgserver.Start()
+			pg, err := sqlstoretest.StartPostgres("shared_buffers=256MB")
 			if err != nil {
 				return err
 			}

@@ -41,10 +41,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
-	"github.com/circulation-go/circulation/bench/internal/pgserver"
 	"github.com/circulation-go/circulation/cron"
 	"github.com/circulation-go/circulation/schedule"
 	"github.com/circulation-go/circulation/schedule/sqlstore"
+	"github.com/circulation-go/circulation/schedule/sqlstore/sqlstoretest"
 	"github.com/circulation-go/circulation/wheel"
 )
 
@@ -108,7 +108,7 @@ func run(o options) error {
 	switch o.store {
 	case "postgres":
 		if o.dsn == "" {
-			pg, err := pgserver.Start()
+			pg, err := sqlstoretest.StartPostgres("shared_buffers=256MB")
 			if err != nil {
 				return err
 			}

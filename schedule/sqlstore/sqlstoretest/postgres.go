@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -20,6 +21,7 @@ type Postgres struct {
 	bin  string // folder of initdb and pg_ctl
 	dir  string // removed by remove
 	port int
+	set  []string            // the settings StartPostgres was given, name=value
 	cred *syscall.Credential // whom the server runs as when we are root
 }
 
@@ -38,10 +40,17 @@ func pgBin() (string, error) {
 }
 
 // StartPostgres starts a PostgreSQL server in a new temporary directory
-// and waits until it accepts connections (DSN). It returns an error if
-// initdb and pg_ctl are not found, on the PATH or under
-// /usr/lib/postgresql, or the server does not start.
-func StartPostgres() (*Postgres, error) {
+// and waits until it accepts connections (DSN), with max_connections=200
+// and the settings given, each name=value, such as "shared_buffers=256MB"
+// (a benchmark's). It returns an error if a setting has no "=", initdb
+// and pg_ctl are not found, on the PATH or under /usr/lib/postgresql, or
+// the server does not start.
+func StartPostgres(settings ...string) (*Postgres, error) {
+	for _, kv := range settings {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsAny(kv, " '\"\\") {
+			return nil, fmt.Errorf("sqlstoretest: setting %q: want name=value, without spaces or quotes", kv)
+		}
+	}
 	bin, err := pgBin()
 	if err != nil {
 		return nil, err
@@ -56,7 +65,7 @@ func StartPostgres() (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Postgres{bin: bin, dir: dir}
+	s := &Postgres{bin: bin, dir: dir, set: settings}
 	if os.Geteuid() == 0 {
 		// initdb refuses to run as root: the server runs as postgres,
 		// or nobody, and owns the directory.
@@ -147,6 +156,9 @@ func (s *Postgres) run(name string, args ...string) error {
 // connections, on the same port.
 func (s *Postgres) Start() error {
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", s.port, s.dir)
+	for _, kv := range s.set {
+		opts += " -c " + kv
+	}
 	return s.run("pg_ctl", "-D", s.data(), "-o", opts, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "start")
 }
 

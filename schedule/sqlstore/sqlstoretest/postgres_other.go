@@ -8,7 +8,7 @@ import "errors"
 type Postgres struct{}
 
 // StartPostgres returns an error: the server is started on Unix only.
-func StartPostgres() (*Postgres, error) {
+func StartPostgres(...string) (*Postgres, error) {
 	return nil, errors.New("sqlstoretest: PostgreSQL is started on Unix only")
 }
 

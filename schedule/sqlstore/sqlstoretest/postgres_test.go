@@ -19,7 +19,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // The server answers at its DSN; Stop cuts it off and Start brings it
 // back on the same port; Remove removes its directory.
 func TestPostgres(t *testing.T) {
-	pg, err := sqlstoretest.StartPostgres()
+	_, err := sqlstoretest.StartPostgres("shared_buffers 1MB")
+	assert.ErrorContains(t, err, `setting "shared_buffers 1MB"`)
+	pg, err := sqlstoretest.StartPostgres("shared_buffers=16MB")
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
@@ -35,6 +37,9 @@ func TestPostgres(t *testing.T) {
 	require.NoError(t, db.QueryRowContext(ctx, "SELECT 1").Scan(&one))
 	assert.Equal(t, 1, one)
 	assert.NotZero(t, pg.Port())
+	var buffers string
+	require.NoError(t, db.QueryRowContext(ctx, "SHOW shared_buffers").Scan(&buffers))
+	assert.Equal(t, "16MB", buffers, "the setting given")
 
 	require.NoError(t, pg.Stop())
 	db.SetMaxIdleConns(0) // a new connection for each query
