@@ -36,12 +36,14 @@ func (j *Job) claimed(p *pending) Record {
 //
 //go:noinline
 func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal, runErr, err error) (next *renewal, again bool) {
-	var cause error
-	if ctx.Err() != nil {
-		cause = context.Cause(ctx)
-	}
 	if testHookReturned != nil {
 		testHookReturned()
+	}
+	// The run was cancelled if its Func's context was when the Func
+	// returned (runErr); ctx may have been cancelled since, by a Stop.
+	var cause error
+	if runErr != nil && runErr != context.DeadlineExceeded {
+		cause = context.Cause(ctx)
 	}
 	// A lease given up since, even after the Func returned, decides: the
 	// slot is taken over and run again, so this run is not its outcome.
