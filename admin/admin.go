@@ -94,8 +94,11 @@ type Options struct {
 	// reading of the state of every task and job: their counts by state,
 	// which the list also filters by (state=, handler=, business=,
 	// zone=), the chart of their runs and the nodes. 5s if zero; a
-	// reading per request if negative. A write through the handler makes
-	// the next page read it again.
+	// reading per request if negative. Once it is older, it is read again
+	// in the background, and requests are served the one before until
+	// that reading is in: with many tasks on a database a reading takes
+	// much longer than a page. A write through the handler makes the next
+	// page wait for a reading, so that the write shows.
 	OverviewAge time.Duration
 	// Nodes, if set, lists the processes that run jobs on the Store, for
 	// the overview: with a *sqlstore.Store s, a loop over s.Nodes(ctx)
@@ -202,7 +205,7 @@ func New(opts Options) http.Handler {
 	}
 	h.snaps = cache[snapshot]{age: o.SnapshotAge, read: h.read, gen: &h.gen,
 		fail: func(err error) *snapshot { return &snapshot{at: time.Now(), warning: err.Error()} }}
-	h.cens = cache[census]{age: o.OverviewAge, read: h.readCensus, gen: &h.gen,
+	h.cens = cache[census]{age: o.OverviewAge, read: h.readCensus, gen: &h.gen, bg: true,
 		fail: func(err error) *census {
 			return &census{at: time.Now(), counts: make([]int, len(stateDefs)), warning: err.Error()}
 		}}

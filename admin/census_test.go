@@ -2,12 +2,16 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/circulation-go/circulation/admin"
 )
@@ -38,5 +42,64 @@ func TestCensusOfAClientGone(t *testing.T) {
 		assert.Len(t, o.Nodes, 1)
 		n, _ := o.count("failing")
 		assert.Equal(t, 1, n)
+	})
+}
+
+// A census older than OverviewAge is read again in the background: the
+// request that finds it old, and every request during the reading, are
+// served the one before at once, and the reading is one. The request
+// after a write through the page is not served stale: it waits for a
+// census read since.
+func TestCensusReadAgainInTheBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := overviewFixture(t, func(o *admin.Options) { o.OverviewAge = 5 * time.Second })
+		defer f.stop()
+		never := func(body string) int {
+			var o jsonOverview
+			require.NoError(t, json.Unmarshal([]byte(body), &o))
+			n, _ := o.count("never")
+			return n
+		}
+		require.Equal(t, 3, never(f.get("/jobs/api/overview").body))
+		require.NoError(t, f.table.RunNow("e-never"))
+		time.Sleep(6 * time.Second) // the census is old, and e-never ran
+		synctest.Wait()
+
+		var reads atomic.Int64
+		release := make(chan struct{})
+		admin.SetCensusHook(func() {
+			reads.Add(1)
+			<-release
+		})
+		defer admin.SetCensusHook(nil)
+		served := make(chan int, 10)
+		for range 10 {
+			go func() { served <- never(f.get("/jobs/api/overview").body) }()
+		}
+		synctest.Wait() // the reading blocks; no request waits for it
+		require.Len(t, served, 10, "requests served during the reading")
+		for range 10 {
+			assert.Equal(t, 3, <-served, "the census before")
+		}
+		assert.EqualValues(t, 1, reads.Load(), "readings")
+		close(release)
+		synctest.Wait()
+		assert.Equal(t, 2, never(f.get("/jobs/api/overview").body), "the census read in the background")
+		assert.EqualValues(t, 1, reads.Load(), "readings")
+
+		require.Equal(t, 303, f.post("/jobs/pause", form("kind", "task", "name", "e-never")).status)
+		release = make(chan struct{})
+		paused := make(chan int, 1)
+		go func() {
+			var o jsonOverview
+			require.NoError(t, json.Unmarshal([]byte(f.get("/jobs/api/overview").body), &o))
+			n, _ := o.count("paused")
+			paused <- n
+		}()
+		synctest.Wait()
+		assert.Empty(t, paused, "a request after a write waits for the census")
+		close(release)
+		assert.Equal(t, 2, <-paused, "d-paused and e-never")
+		assert.EqualValues(t, 2, reads.Load(), "readings")
 	})
 }

@@ -5,4 +5,7 @@ package admin
 var (
 	// testHookRead runs at the start of each reading of a snapshot.
 	testHookRead func()
+
+	// testHookCensus runs at the start of each reading of a census.
+	testHookCensus func()
 )

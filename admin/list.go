@@ -43,13 +43,17 @@ type entry struct {
 // A cache hands out the latest value its read returned, reading it again
 // once it is older than age, or a write made it stale. One request reads
 // at a time; the others meanwhile take the previous value, unless a write
-// made it stale, and then wait for the new one. The handler has two: the
-// names the list pages (snaps), and the overview's census.
+// made it stale, and then wait for the new one. A cache in the background
+// reads a value that is only old in a goroutine of its own: the request
+// that finds it old takes it as it is, as the others do. The handler has
+// two: the names the list pages (snaps), and the overview's census, which
+// is read in the background.
 type cache[T any] struct {
 	age  time.Duration                         // set by New; a read per request if negative
 	read func(ctx context.Context, prev *T) *T // set by New; prev is nil at first
 	fail func(err error) *T                    // set by New: the value for a request that gave up waiting
 	gen  *atomic.Uint64                        // set by New, shared by the handler's caches: raised by each write
+	bg   bool                                  // set by New: an old value is read again in the background
 
 	mu       sync.Mutex
 	cur      *T
@@ -58,8 +62,8 @@ type cache[T any] struct {
 	building chan struct{} // closed when the reading under way ends; nil if none
 }
 
-// get returns a value no older than age, or the previous one while
-// another request reads a new one.
+// get returns a value no older than age, or the previous one while a new
+// one is read, unless a write made it stale.
 func (s *cache[T]) get(ctx context.Context) *T {
 	for {
 		s.mu.Lock()
@@ -88,19 +92,28 @@ func (s *cache[T]) get(ctx context.Context) *T {
 		s.building = ch
 		gen, at := s.gen.Load(), time.Now()
 		s.mu.Unlock()
-
-		// Read for every request that will be served it, not only this
-		// one: a client that goes away does not cut the read short, and
-		// a store that hangs holds it for cacheRead at most.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheRead)
-		v := s.read(rctx, cur)
-		cancel()
-		s.mu.Lock()
-		s.cur, s.at, s.curGen, s.building = v, at, gen, nil
-		s.mu.Unlock()
-		close(ch)
-		return v
+		if fresh && s.bg && s.age > 0 {
+			go s.build(ctx, cur, ch, gen, at)
+			return cur
+		}
+		return s.build(ctx, cur, ch, gen, at)
 	}
+}
+
+// build reads the value that replaces prev, for the reading of ch that
+// began at at, when the writes were gen.
+func (s *cache[T]) build(ctx context.Context, prev *T, ch chan struct{}, gen uint64, at time.Time) *T {
+	// Read for every request that will be served it, not only this one: a
+	// client that goes away does not cut the read short, and a store that
+	// hangs holds it for cacheRead at most.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheRead)
+	v := s.read(rctx, prev)
+	cancel()
+	s.mu.Lock()
+	s.cur, s.at, s.curGen, s.building = v, at, gen, nil
+	s.mu.Unlock()
+	close(ch)
+	return v
 }
 
 // cacheRead bounds a read of a cache.
