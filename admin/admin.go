@@ -96,9 +96,11 @@ type Options struct {
 	// zone=), the chart of their runs and the nodes. 5s if zero; a
 	// reading per request if negative. Once it is older, it is read again
 	// in the background, and requests are served the one before until
-	// that reading is in: with many tasks on a database a reading takes
-	// much longer than a page. A write through the handler makes the next
-	// page wait for a reading, so that the write shows.
+	// that reading is in, if it is not older than twice OverviewAge: with
+	// many tasks on a database a reading takes much longer than a page.
+	// A write through the handler makes the next page wait for a reading,
+	// so that the write shows; a bulk action by state, handler, business
+	// id or zone acts on a reading no older than OverviewAge.
 	OverviewAge time.Duration
 	// Nodes, if set, lists the processes that run jobs on the Store, for
 	// the overview: with a *sqlstore.Store s, a loop over s.Nodes(ctx)

@@ -246,7 +246,8 @@ func selection(sel []string) ([]target, string) {
 // matching returns the tasks and jobs that f matches, as the list shows
 // them, up to MaxBulk+1 of them, their total number, and what could not be
 // read. A filter by state, handler, business id or zone reads the
-// overview's census, a search by name alone the names' snapshot.
+// overview's census, one no older than OverviewAge, a search by name
+// alone the names' snapshot.
 func (h *handler) matching(ctx context.Context, f filter) (ts []target, total int, warning string) {
 	lq := strings.ToLower(f.Query)
 	add := func(e *entry) {
@@ -256,7 +257,7 @@ func (h *handler) matching(ctx context.Context, f filter) (ts []target, total in
 		total++
 	}
 	if f.byState() {
-		c := h.cens.get(ctx)
+		c := h.cens.current(ctx)
 		for i := range c.items {
 			if f.matches(&c.items[i], lq) {
 				add(c.items[i].e)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -101,5 +102,90 @@ func TestCensusReadAgainInTheBackground(t *testing.T) {
 		close(release)
 		assert.Equal(t, 2, <-paused, "d-paused and e-never")
 		assert.EqualValues(t, 2, reads.Load(), "readings")
+	})
+}
+
+// A census is served while the next is read for up to twice OverviewAge:
+// the first request after a quiet hour waits for a census read since.
+func TestCensusServedOldForTwiceItsAgeAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := overviewFixture(t, func(o *admin.Options) { o.OverviewAge = 5 * time.Second })
+		defer f.stop()
+		var o jsonOverview
+		f.getJSON("/jobs/api/overview", 200, &o)
+		n, _ := o.count("never")
+		require.Equal(t, 3, n)
+		require.NoError(t, f.table.RunNow("e-never"))
+		time.Sleep(time.Hour) // nobody looks
+		synctest.Wait()
+		f.getJSON("/jobs/api/overview", 200, &o)
+		n, _ = o.count("never")
+		assert.Equal(t, 2, n, "the census read for the first request after an hour")
+		assert.Less(t, time.Since(o.AsOf), time.Second)
+	})
+}
+
+// A bulk action on a filter by state acts on a census no older than
+// OverviewAge, not on one served while the next is read.
+func TestBulkActsOnACurrentCensus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := overviewFixture(t, func(o *admin.Options) { o.OverviewAge = 5 * time.Second })
+		defer f.stop()
+		f.get("/jobs/api/overview")
+		require.NoError(t, f.table.RunNow("e-never"))
+		time.Sleep(6 * time.Second) // the census is old, not too old to serve
+		synctest.Wait()
+		res := f.post("/jobs/api/bulk", url.Values{"do": {"pause"}, "all": {"1"}, "state": {"never"}, "confirm": {"1"}})
+		require.Equal(t, 200, res.status, res.body)
+		def, _, err := f.defs.Get(context.Background(), "e-never")
+		require.NoError(t, err)
+		assert.False(t, def.Paused, "e-never has run: it is not in state=never")
+		def, _, err = f.defs.Get(context.Background(), "d-paused")
+		require.NoError(t, err)
+		assert.True(t, def.Paused)
+	})
+}
+
+// A census whose reading panics in the background (here Options.Nodes)
+// does not take the process down: the page says so, and the next reading
+// is made as usual. One that panics for a request panics that request
+// alone, and leaves the cache to the next.
+func TestCensusReadingThatPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		f := overviewFixture(t, func(o *admin.Options) {
+			o.OverviewAge = 5 * time.Second
+			o.Nodes = func(context.Context) ([]admin.Node, error) {
+				if n := calls.Add(1); n == 2 || n == 4 {
+					panic("nodes: nil client")
+				}
+				return nil, nil
+			}
+		})
+		defer f.stop()
+		var o jsonOverview
+		f.getJSON("/jobs/api/overview", 200, &o)
+		require.Empty(t, o.Warning)
+		time.Sleep(6 * time.Second)
+		f.getJSON("/jobs/api/overview", 200, &o) // served the census before; reads in the background
+		assert.Empty(t, o.Warning)
+		synctest.Wait()
+		f.getJSON("/jobs/api/overview", 200, &o)
+		assert.Contains(t, o.Warning, "admin: reading the page's state panicked: nodes: nil client")
+		time.Sleep(6 * time.Second)
+		f.getJSON("/jobs/api/overview", 200, &o)
+		synctest.Wait()
+		f.getJSON("/jobs/api/overview", 200, &o)
+		assert.Empty(t, o.Warning, "read again")
+		n, _ := o.count("failing")
+		assert.Equal(t, 1, n)
+
+		// For a request: a write makes it read, and the Nodes panics.
+		require.Equal(t, 303, f.post("/jobs/resume", form("kind", "task", "name", "d-paused")).status)
+		assert.Panics(t, func() { f.get("/jobs/api/overview") })
+		f.getJSON("/jobs/api/overview", 200, &o)
+		assert.Empty(t, o.Warning)
+		n, _ = o.count("paused")
+		assert.Equal(t, 0, n)
 	})
 }

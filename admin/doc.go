@@ -106,7 +106,8 @@
 // a second, and again after a write through the page (SnapshotAge), and
 // reads the state of its own rows only, in one call of the Store. The
 // overview counts a census of every task's state, read at most once per
-// OverviewAge (5s), in the background, and again after a write: a late
+// OverviewAge (5s), in the background while it is not older than twice
+// that, and again after a write: a late
 // task is one that is neither paused nor running whose next slot fell
 // due more than a minute ago. DESIGN.md has the figures and how they were
 // measured.

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -44,10 +45,10 @@ type entry struct {
 // once it is older than age, or a write made it stale. One request reads
 // at a time; the others meanwhile take the previous value, unless a write
 // made it stale, and then wait for the new one. A cache in the background
-// reads a value that is only old in a goroutine of its own: the request
-// that finds it old takes it as it is, as the others do. The handler has
-// two: the names the list pages (snaps), and the overview's census, which
-// is read in the background.
+// reads a value that is only old, up to twice age, in a goroutine of its
+// own: the request that finds it old takes it as it is, as the others do.
+// The handler has two: the names the list pages (snaps), and the
+// overview's census, which is read in the background.
 type cache[T any] struct {
 	age  time.Duration                         // set by New; a read per request if negative
 	read func(ctx context.Context, prev *T) *T // set by New; prev is nil at first
@@ -65,18 +66,32 @@ type cache[T any] struct {
 // get returns a value no older than age, or the previous one while a new
 // one is read, unless a write made it stale.
 func (s *cache[T]) get(ctx context.Context) *T {
+	return s.obtain(ctx, false)
+}
+
+// current returns a value no older than age, waiting for a reading if
+// need be: for a write that acts on what the value says.
+func (s *cache[T]) current(ctx context.Context) *T {
+	return s.obtain(ctx, true)
+}
+
+func (s *cache[T]) obtain(ctx context.Context, current bool) *T {
 	for {
 		s.mu.Lock()
 		cur := s.cur
 		fresh := cur != nil && s.curGen == s.gen.Load()
-		if fresh && s.age > 0 && time.Since(s.at) < s.age {
+		old := time.Since(s.at)
+		if fresh && s.age > 0 && old < s.age {
 			s.mu.Unlock()
 			return cur
 		}
+		// Old, but no write came since: good enough while the next is
+		// read, unless the caller acts on it, or it is too old to serve.
+		usable := fresh && !current && (!s.bg || old < 2*s.age)
 		if ch := s.building; ch != nil {
 			s.mu.Unlock()
-			if fresh {
-				return cur // old, but no write came since: good enough while the next is read
+			if usable {
+				return cur
 			}
 			select {
 			case <-ch:
@@ -92,28 +107,39 @@ func (s *cache[T]) get(ctx context.Context) *T {
 		s.building = ch
 		gen, at := s.gen.Load(), time.Now()
 		s.mu.Unlock()
-		if fresh && s.bg && s.age > 0 {
-			go s.build(ctx, cur, ch, gen, at)
+		if usable && s.bg && s.age > 0 {
+			go s.build(ctx, cur, ch, gen, at, true)
 			return cur
 		}
-		return s.build(ctx, cur, ch, gen, at)
+		return s.build(ctx, cur, ch, gen, at, false)
 	}
 }
 
 // build reads the value that replaces prev, for the reading of ch that
-// began at at, when the writes were gen.
-func (s *cache[T]) build(ctx context.Context, prev *T, ch chan struct{}, gen uint64, at time.Time) *T {
+// began at at, when the writes were gen. A read that panics leaves prev
+// in place and the panic to the request that read; in the background,
+// where no request would recover it, the value is fail's, which says so.
+func (s *cache[T]) build(ctx context.Context, prev *T, ch chan struct{}, gen uint64, at time.Time, background bool) (v *T) {
+	defer func() {
+		if background {
+			if p := recover(); p != nil {
+				v = s.fail(fmt.Errorf("admin: reading the page's state panicked: %v", p))
+			}
+		}
+		s.mu.Lock()
+		if v != nil {
+			s.cur, s.at, s.curGen = v, at, gen
+		}
+		s.building = nil
+		s.mu.Unlock()
+		close(ch)
+	}()
 	// Read for every request that will be served it, not only this one: a
 	// client that goes away does not cut the read short, and a store that
 	// hangs holds it for cacheRead at most.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheRead)
-	v := s.read(rctx, prev)
-	cancel()
-	s.mu.Lock()
-	s.cur, s.at, s.curGen, s.building = v, at, gen, nil
-	s.mu.Unlock()
-	close(ch)
-	return v
+	defer cancel()
+	return s.read(rctx, prev)
 }
 
 // cacheRead bounds a read of a cache.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/circulation-go/circulation/schedule"
 )
@@ -87,5 +88,36 @@ func TestShutdownHandsTheRetriesLeftOver(t *testing.T) {
 		assert.NoError(t, err)
 		assert.Equal(t, schedule.Succeeded, h[0].Status,
 			"the slot with two attempts left was retried or handed over; store: %+v, observed: %v", h[0], l.summary())
+	})
+}
+
+// The same, when the Shutdown comes between the failed attempt's return
+// and its record: the slot is handed over, as when the Shutdown comes
+// before the Func returns or during the retry's pause.
+func TestShutdownAfterAFailedAttemptHandsItOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l journal
+		store := schedule.NewMemoryStore(100)
+		var j *schedule.Job
+		done := make(chan error, 1)
+		schedule.SetReturnedHook(func() {
+			schedule.SetReturnedHook(nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // no grace: the runs in flight are cancelled at once
+			go func() { done <- j.Shutdown(ctx) }()
+			synctest.Wait()
+		})
+		defer schedule.SetReturnedHook(nil)
+		j = schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
+			time.Sleep(time.Second)
+			return errors.New("transient")
+		}, schedule.WithStore(store), schedule.WithObserver(l.observe), schedule.WithRetry(3, time.Second))
+		start(t, j)
+		time.Sleep(90 * time.Second)
+		<-done
+		h, err := store.History(context.Background(), "j", 1)
+		require.NoError(t, err)
+		require.Len(t, h, 1)
+		assert.Equal(t, schedule.Released, h[0].Status, "store: %+v, observed: %v", h[0], l.summary())
 	})
 }

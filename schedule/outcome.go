@@ -69,6 +69,12 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	// refused by the store (the claim is no longer running), and changes
 	// nothing.
 	write, report := !errors.Is(cause, ErrLeaseNotRenewed), true
+	if status == Failed && p.run.Attempt < j.cfg.attempts && ctx.Err() != nil && write &&
+		(j.handsOver(context.Cause(ctx)) || j.shuttingDown()) {
+		// Stopped or shut down after the attempt failed, before its
+		// record: the slot, with attempts left, is handed over, as below.
+		status = Released
+	}
 	if status == Failed && p.run.Attempt < j.cfg.attempts && ctx.Err() == nil {
 		var again bool
 		if j.cfg.trace != nil {
