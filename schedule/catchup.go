@@ -138,23 +138,12 @@ func (j *Job) catchUpRun(ctx context.Context, x *active, p *pending) bool {
 	defer x.caught(j, p.run.Due) // a Func that calls runtime.Goexit leaves no slot marked
 	rctx, rcancel := context.WithCancelCause(ctx)
 	defer rcancel(nil)
-	// An Observer or a Trace's hook that calls runtime.Goexit while an
-	// attempt is finished (a retry's report) gives its lease up, as the
-	// runner's does.
-	var live *renewal
-	defer func() {
-		if live != nil {
-			j.stopRenewal(x, live)
-		}
-	}()
 	claimed, ok := j.begin(rctx, rcancel, x, p, true)
 	if claimed {
 		renew, runErr, err := j.run(rctx, rcancel, x, p, nil)
 		for {
 			var again bool
-			live = renew
 			renew, again = j.finish(rctx, x, p, renew, runErr, err)
-			live = nil
 			if !again {
 				break
 			}

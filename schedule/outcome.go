@@ -77,10 +77,7 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 	}
 	if status == Failed && p.run.Attempt < j.cfg.attempts && ctx.Err() == nil {
 		var again bool
-		if j.cfg.trace != nil {
-			j.traceEnd(p, end, Failed, msg)
-		}
-		if again, write, msg = j.retry(ctx, x, p, renew, end, msg); again {
+		if again, write, msg = j.retryAttempt(ctx, x, p, renew, end, msg); again {
 			return renew, true
 		}
 		report = false // the Observer has this attempt's outcome
@@ -131,6 +128,27 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 		}
 	}
 	return nil, false
+}
+
+// retryAttempt tells the job's Trace, if any, that the attempt of p failed
+// at end with msg, and has it retried (retry). Should the Trace's hook or
+// the Observer call runtime.Goexit meanwhile, the run's lease is given up
+// first, so that the slot is taken over.
+//
+//go:noinline
+func (j *Job) retryAttempt(ctx context.Context, x *active, p *pending, renew *renewal, end time.Time, msg string) (again, write bool, m string) {
+	returned := false
+	defer func() {
+		if !returned && renew != nil {
+			j.stopRenewal(x, renew)
+		}
+	}()
+	if j.cfg.trace != nil {
+		j.traceEnd(p, end, Failed, msg)
+	}
+	again, write, m = j.retry(ctx, x, p, renew, end, msg)
+	returned = true
+	return again, write, m
 }
 
 // finishIn records in s the outcome of the run of p, which ended at end.

@@ -11,21 +11,17 @@ import (
 // those of the queue, one after another, and exits when there are none
 // left.
 func (j *Job) runner(w *work) {
-	x := j.x          // set before any runner starts, never changed
-	var cur uint64    // the id of the flight in progress, if any
-	var live *renewal // the renewal of the run being finished, if any
+	x := j.x       // set before any runner starts, never changed
+	var cur uint64 // the id of the flight in progress, if any
 	normal := false
 	defer func() {
 		if normal {
 			return
 		}
 		// The Func, or the Observer or a Trace's hook while the run was
-		// finished, called runtime.Goexit: give up the run's lease and
-		// the runner's place, so that the slot is taken over, the job
-		// goes on, and Stop does not wait for it forever.
-		if live != nil {
-			j.stopRenewal(x, live)
-		}
+		// finished, called runtime.Goexit: give up the runner's place, so
+		// that the job goes on and Stop does not wait for it forever.
+		// (run and finish gave the run's lease up.)
 		j.mu.Lock()
 		x.land(cur)
 		if cur != 0 && w.p.run.Reason == Backfill {
@@ -46,9 +42,7 @@ func (j *Job) runner(w *work) {
 			renew, runErr, err := j.run(ctx, cancel, x, p, nil)
 			for {
 				var again bool // WithRetry: the next attempt is claimed
-				live = renew
 				renew, again = j.finish(ctx, x, p, renew, runErr, err)
-				live = nil
 				if !again {
 					break
 				}
