@@ -74,6 +74,7 @@ type options struct {
 	JSON     bool
 	Race     bool   // the replicas race for every slot: sqlstore.WithSharing(false)
 	Profile  string // a replica's CPU profile, from ready to its stop
+	Heap     string // a replica's heap profile, once the herd has run
 }
 
 func main() {
@@ -93,6 +94,7 @@ func main() {
 	flag.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of this process to the file")
 	flag.StringVar(&o.Profile, "replicaprofile", "", "write each replica's CPU profile, from ready to its stop, to this file with .node appended")
+	flag.StringVar(&o.Heap, "replicaheap", "", "write each replica's heap profile, once the herd has run, to this file with .node appended")
 	child := flag.Bool("child", false, "internal: run as a replica")
 	flag.Int64Var(&o.Due, "due", 0, "internal: the due instant of a replica, in Unix ns")
 	flag.StringVar(&o.Node, "node", "", "internal: a replica's node name")
@@ -261,7 +263,7 @@ func parent(o options) error {
 func replicaArgs(o options, node string) []string {
 	return []string{"-child", "-store", o.Store, "-lib", o.Lib, "-jobs", strconv.Itoa(o.Jobs), "-lease", o.Lease.String(),
 		"-pool", strconv.Itoa(o.Pool), "-runs", strconv.Itoa(o.Runs), "-dsn", o.DSN, "-due", strconv.FormatInt(o.Due, 10), "-node", node,
-		"-race=" + strconv.FormatBool(o.Race), "-replicaprofile", o.Profile}
+		"-race=" + strconv.FormatBool(o.Race), "-replicaprofile", o.Profile, "-replicaheap", o.Heap}
 }
 
 // A summary is a herd's figures.

@@ -137,7 +137,18 @@ func hold(o options) (heap int64, endProfile func(), err error) {
 		}
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
-	return liveHeap(), endProfile, nil
+	heap = liveHeap()
+	if o.Heap != "" {
+		f, err := os.Create(o.Heap + "." + o.Node)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			return 0, nil, err
+		}
+	}
+	return heap, endProfile, nil
 }
 
 // send writes r, with the starts its replica recorded, to standard
