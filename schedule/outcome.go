@@ -88,8 +88,8 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 			status = Released
 		}
 	}
+	var ferr error
 	if write {
-		var ferr error
 		switch m, ok := x.store.(*MemoryStore); {
 		case x.own != nil:
 			// A job without a Store keeps no outcome: its Observer has it.
@@ -103,13 +103,17 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 		if ferr != nil {
 			msg = joinErr(msg, "schedule: finish: "+ferr.Error())
 		}
-		// A Finish or a Release that fails leaves the claim Running, to be
-		// taken over once its lease expires and run again: it counts in
-		// the store's outage as a failed claim does.
-		j.heard(context.Background(), x.store, ferr)
 	}
 	if renew != nil {
 		j.stopRenewal(x, renew)
+	}
+	if write {
+		// A Finish or a Release that fails leaves the claim Running, to be
+		// taken over once its lease expires and run again: it counts in
+		// the store's outage as a failed claim does. (After the renewal's
+		// stop: a Trace's StoreFailed that calls runtime.Goexit leaves no
+		// lease renewed.)
+		j.heard(context.Background(), x.store, ferr)
 	}
 	if j.cfg.pauseOn > 0 && write {
 		j.counted(x, p, status, msg)
@@ -132,15 +136,21 @@ func (j *Job) finish(ctx context.Context, x *active, p *pending, renew *renewal,
 
 // retryAttempt tells the job's Trace, if any, that the attempt of p failed
 // at end with msg, and has it retried (retry). Should the Trace's hook or
-// the Observer call runtime.Goexit meanwhile, the run's lease is given up
-// first, so that the slot is taken over.
+// the Observer call runtime.Goexit meanwhile, the run's lease is given up,
+// so that the slot is taken over, or, on a SharedStore without leases,
+// whose claims never expire, the run is recorded Failed, as when the Func
+// calls it.
 //
 //go:noinline
 func (j *Job) retryAttempt(ctx context.Context, x *active, p *pending, renew *renewal, end time.Time, msg string) (again, write bool, m string) {
 	returned := false
 	defer func() {
-		if !returned && renew != nil {
+		switch {
+		case returned:
+		case renew != nil:
 			j.stopRenewal(x, renew)
+		case j.cfg.shared != nil && j.cfg.lease == nil:
+			j.goexited(x, p)
 		}
 	}()
 	if j.cfg.trace != nil {

@@ -30,7 +30,10 @@ import (
 // waiting for its pause counts as a run in flight (to the overlap policy,
 // Pause, Stop and a RunLimit), and holds its runner's goroutine: Stop and
 // Pause end the wait, and the slot keeps the outcome of its last attempt,
-// as does a job stopped or paused when the attempt fails. A run that was
+// as does a job stopped or paused when the attempt fails, unless the
+// Stop or a Shutdown hands its runs over (see Job.Shutdown; Stop on a
+// LeaseStore): the slot, with attempts left, is then Released, for
+// another node to retry it. A run that was
 // cancelled (Stop, OverlapReplace, a lost lease) is not retried. attempts
 // below 2 means no retry; a negative backoff means zero.
 func WithRetry(attempts int, backoff time.Duration) Option {

@@ -241,13 +241,15 @@ func (j *Job) run(ctx context.Context, cancel context.CancelCauseFunc, x *active
 	if ls := j.cfg.lease; kept == nil && ls != nil && ls.Lease() > 0 {
 		c.renew = j.renew(ls, p, cancel)
 	}
+	// Deferred before the Trace's RunStart, which may call runtime.Goexit
+	// too.
+	defer j.end(x, p, &c, &renew, &runErr, &err)
 	if j.cfg.trace != nil {
 		c.ctx = j.traceStart(ctx, p)
 	}
 	if t := j.cfg.timeout; t > 0 {
 		c.ctx, c.cancel = context.WithTimeout(c.ctx, t)
 	}
-	defer j.end(x, p, &c, &renew, &runErr, &err)
 	if ctx.Err() == nil { // not stopped or replaced since the claim
 		c.err = j.f(c.ctx, p.run)
 	} else {
@@ -267,17 +269,14 @@ type call struct {
 }
 
 // end, deferred by run, sets run's results: it turns a panic of the Func
-// into its error. If the Func called runtime.Goexit, it gives the lease
-// up instead, for the slot to be taken over once it expires; on a
-// SharedStore without a lease, whose claims never expire and count as runs
-// in flight, it records the run Failed. The Trace's RunEnd, if any, gets
-// the run Failed.
+// into its error. If the Func, or the Trace's RunStart, called
+// runtime.Goexit, it gives the lease up instead, for the slot to be taken
+// over once it expires; on a SharedStore without a lease, whose claims
+// never expire and count as runs in flight, it records the run Failed.
+// The Trace's RunEnd, if any, gets the run Failed, last.
 func (j *Job) end(x *active, p *pending, c *call, renew **renewal, runErr, err *error) {
 	v := recover()
 	if !c.returned && v == nil { // runtime.Goexit
-		if j.cfg.trace != nil {
-			j.traceGoexit(p)
-		}
 		if c.renew != nil {
 			j.stopRenewal(x, c.renew)
 		}
@@ -286,6 +285,9 @@ func (j *Job) end(x *active, p *pending, c *call, renew **renewal, runErr, err *
 		}
 		if j.cfg.shared != nil && j.cfg.lease == nil {
 			j.goexited(x, p)
+		}
+		if j.cfg.trace != nil { // last: its RunEnd may call runtime.Goexit too
+			j.traceGoexit(p)
 		}
 		return
 	}
