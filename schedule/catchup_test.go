@@ -19,10 +19,19 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// downLeaseStore is a leaseStore whose Claim fails while down is set.
+// downLeaseStore is a leaseStore whose Claim fails while down is set,
+// and whose Finish fails while finishDown is.
 type downLeaseStore struct {
 	*leaseStore
-	down atomic.Bool
+	down       atomic.Bool
+	finishDown atomic.Bool
+}
+
+func (s *downLeaseStore) Finish(ctx context.Context, r schedule.Record) error {
+	if s.finishDown.Load() {
+		return errDown
+	}
+	return s.leaseStore.Finish(ctx, r)
 }
 
 func (s *downLeaseStore) Claim(ctx context.Context, r schedule.Record) error {
@@ -87,16 +96,7 @@ func TestGoexitOnALeaseStoreStopsRenewing(t *testing.T) {
 		start(t, j)
 		time.Sleep(65 * time.Second)
 		stop(t, j)
-		store.mu.Lock()
-		n := len(store.renewed)
-		store.mu.Unlock()
-		time.Sleep(30 * time.Second)
-		store.mu.Lock()
-		after := slices.Clone(store.renewed[n:])
-		store.renewDown = true // ends the renewal, so that the bubble ends
-		store.mu.Unlock()
-		time.Sleep(10 * time.Second)
-		assert.Empty(t, after, "renewals of the 1m slot's lease after Stop")
+		assert.Empty(t, renewalsAfter(store), "renewals of the 1m slot's lease after Stop")
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,25 +15,18 @@ import (
 	"github.com/circulation-go/circulation/schedule"
 )
 
-// finishDownStore fails Finish while down.
-type finishDownStore struct {
-	*leaseStore
-	down atomic.Bool
-}
-
-func (s *finishDownStore) Finish(ctx context.Context, r schedule.Record) error {
-	if s.down.Load() {
-		return errors.New("finish down")
-	}
-	return s.leaseStore.Finish(ctx, r)
-}
-
 // renewalsAfterStop starts j, stops it at 65s, after its first slot, and
 // returns the renewals store saw in the 30s after Stop.
 func renewalsAfterStop(t *testing.T, store *leaseStore, j *schedule.Job) []time.Duration {
 	start(t, j)
 	time.Sleep(65 * time.Second)
 	stop(t, j)
+	return renewalsAfter(store)
+}
+
+// renewalsAfter returns the renewals store sees in the 30s from now, then
+// refuses the renewals, which ends any, so that the bubble ends.
+func renewalsAfter(store *leaseStore) []time.Duration {
 	store.mu.Lock()
 	n := len(store.renewed)
 	store.mu.Unlock()
@@ -51,8 +43,8 @@ func renewalsAfterStop(t *testing.T, store *leaseStore, j *schedule.Job) []time.
 // run failed leaves no lease renewed after Stop.
 func TestStoreFailedGoexitStopsRenewing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &finishDownStore{leaseStore: newLeaseStore(9 * time.Second)}
-		store.down.Store(true)
+		store := &downLeaseStore{leaseStore: newLeaseStore(9 * time.Second)}
+		store.finishDown.Store(true)
 		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
 			return nil
 		}, schedule.WithStore(store), schedule.WithNode("n"),
@@ -64,8 +56,8 @@ func TestStoreFailedGoexitStopsRenewing(t *testing.T) {
 // The same, on the last attempt of a retried run.
 func TestStoreFailedGoexitOnALastAttemptStopsRenewing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &finishDownStore{leaseStore: newLeaseStore(9 * time.Second)}
-		store.down.Store(true)
+		store := &downLeaseStore{leaseStore: newLeaseStore(9 * time.Second)}
+		store.finishDown.Store(true)
 		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
 			return errors.New("boom")
 		}, schedule.WithStore(store), schedule.WithNode("n"), schedule.WithRetry(2, time.Second),
@@ -93,39 +85,28 @@ func TestRunEndGoexitOnARetryStopsRenewing(t *testing.T) {
 	})
 }
 
-// A Trace's RunStart that calls runtime.Goexit on the second attempt,
-// whose lease the first attempt's renewal keeps, leaves no lease renewed.
-func TestRunStartGoexitOnARetryStopsRenewing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := newLeaseStore(9 * time.Second)
-		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
-			return errors.New("boom")
-		}, schedule.WithStore(store), schedule.WithNode("n"), schedule.WithRetry(3, time.Second),
-			schedule.WithTrace(&schedule.Trace{
-				RunStart: func(ctx context.Context, r schedule.Record) context.Context {
-					if r.Attempt == 2 {
-						runtime.Goexit()
-					}
-					return ctx
-				}}))
-		assert.Empty(t, renewalsAfterStop(t, store, j), "renewals after Stop")
-	})
-}
-
-// A Trace's RunStart that calls runtime.Goexit leaves no lease renewed.
+// A Trace's RunStart that calls runtime.Goexit leaves no lease renewed:
+// on a run's first attempt, whose renewal has just started, and on its
+// second, whose lease the first attempt's renewal keeps.
 func TestRunStartGoexitStopsRenewing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := newLeaseStore(9 * time.Second)
-		j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
-			return nil
-		}, schedule.WithStore(store), schedule.WithNode("n"),
-			schedule.WithTrace(&schedule.Trace{
-				RunStart: func(ctx context.Context, r schedule.Record) context.Context {
-					runtime.Goexit()
-					return ctx
-				}}))
-		assert.Empty(t, renewalsAfterStop(t, store, j), "renewals after Stop")
-	})
+	for _, attempt := range []int{1, 2} {
+		t.Run(fmt.Sprint("attempt=", attempt), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newLeaseStore(9 * time.Second)
+				j := schedule.NewJob("j", schedule.Every(time.Minute), func(context.Context, schedule.Run) error {
+					return errors.New("boom")
+				}, schedule.WithStore(store), schedule.WithNode("n"), schedule.WithRetry(3, time.Second),
+					schedule.WithTrace(&schedule.Trace{
+						RunStart: func(ctx context.Context, r schedule.Record) context.Context {
+							if r.Attempt == attempt {
+								runtime.Goexit()
+							}
+							return ctx
+						}}))
+				assert.Empty(t, renewalsAfterStop(t, store, j), "renewals after Stop")
+			})
+		})
+	}
 }
 
 // A Func that calls runtime.Goexit, and a Trace's RunEnd that calls it

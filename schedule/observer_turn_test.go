@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -70,18 +69,6 @@ func TestObserverGoexitOnARetryStopsRenewing(t *testing.T) {
 					runtime.Goexit()
 				}
 			}))
-		start(t, j)
-		time.Sleep(65 * time.Second)
-		stop(t, j)
-		store.mu.Lock()
-		n := len(store.renewed)
-		store.mu.Unlock()
-		time.Sleep(30 * time.Second)
-		store.mu.Lock()
-		after := slices.Clone(store.renewed[n:])
-		store.renewDown = true // ends the renewal, so that the bubble ends
-		store.mu.Unlock()
-		time.Sleep(10 * time.Second)
-		assert.Empty(t, after, "renewals of the 1m slot's lease after Stop")
+		assert.Empty(t, renewalsAfterStop(t, store, j), "renewals of the 1m slot's lease after Stop")
 	})
 }
