@@ -23,17 +23,16 @@ func Example() {
 		panic(err)
 	}
 
-	ran := make(chan struct{})
+	ended := make(chan struct{})
 	j := schedule.NewJob("report", schedule.Every(time.Hour), func(context.Context, schedule.Run) error {
-		close(ran)
 		return nil
-	}, tel.JobOption())
+	}, tel.JobOption(), schedule.WithObserver(func(schedule.Record) { close(ended) }))
 	if err := j.Start(context.Background()); err != nil {
 		panic(err)
 	}
 	j.RunNow()
-	<-ran
-	if err := j.Stop(context.Background()); err != nil { // waits for the run's end
+	<-ended // the run's outcome is recorded, and counted
+	if err := j.Stop(context.Background()); err != nil {
 		panic(err)
 	}
 
