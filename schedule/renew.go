@@ -40,6 +40,7 @@ type renewal struct {
 	inflight bool        // a Renew is under way
 	timer    *time.Timer // armed for deadline; nil once stopped
 	stopped  bool        // stopRenewal was called
+	lost     bool        // the lease is given up, or the store said it is lost: once
 }
 
 // renew starts the renewal of the lease of the claim of p, whose run's
@@ -110,8 +111,14 @@ func (r *renewal) tick(rctx context.Context, ls SharedStore) (time.Duration, boo
 		r.armLocked()
 		return r.lease / 3, true
 	case errors.Is(err, ErrLeaseLost):
-		r.cancel(ErrLeaseLost)
-		r.cfg.leaseLost(rec, ErrLeaseLost)
+		r.mu.Lock()
+		lost := r.lost
+		r.lost = true
+		r.mu.Unlock()
+		if !lost {
+			r.cancel(ErrLeaseLost)
+			r.cfg.leaseLost(rec, ErrLeaseLost)
+		}
 		return 0, false
 	}
 	r.mu.Lock()
@@ -138,7 +145,7 @@ func (r *renewal) retried(rec Record, sent time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rec, r.retrying = rec, false
-	if r.stopped || r.gone.Err() != nil {
+	if r.stopped || r.lost || r.gone.Err() != nil {
 		return
 	}
 	r.deadline = sent.Add(r.lease)
@@ -160,9 +167,9 @@ func (r *renewal) armLocked() {
 // the rest.
 func (r *renewal) expired(deadline time.Time) {
 	r.mu.Lock()
-	if r.gone.Err() != nil || !r.deadline.Equal(deadline) {
+	if r.lost || r.gone.Err() != nil || !r.deadline.Equal(deadline) {
 		r.mu.Unlock()
-		return // given up already, or renewed since
+		return // given up already (the timer and a Renew's end may both come at the deadline), or renewed since
 	}
 	if time.Now().Before(deadline) {
 		if !r.stopped {
@@ -181,6 +188,7 @@ func (r *renewal) expired(deadline time.Time) {
 		cause = fmt.Errorf("%w: %w", cause, r.last)
 	}
 	rec := r.rec
+	r.lost = true
 	r.mu.Unlock()
 	r.expire(cause)
 	r.cfg.leaseLost(rec, cause)
