@@ -55,7 +55,7 @@ func TestBrowserBulkAndBackfill(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"?handler=ok"), chromedp.WaitVisible(chromedp.CSS("table.jobs tbody tr")),
 		chromedp.Click(chromedp.ID("bulk-all")), chromedp.Click(chromedp.CSS(`#bulk button[value="pause"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="bulk"] button.primary`))))
-	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	text, err := textOf(ctx, "main")
 	require.NoError(t, err)
 	assert.Contains(t, text, "Pause 1000 tasks and jobs?")
 	assert.Zero(t, paused(f), "paused before the confirmation")

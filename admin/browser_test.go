@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -134,7 +135,7 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base),
 			chromedp.WaitVisible(chromedp.CSS("table.jobs tbody tr"))))
 		until(t, ctx, `document.querySelectorAll("table.jobs .s-failed").length > 0`)
-		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.jobs")))
+		text, err := textOf(ctx, "table.jobs")
 		require.NoError(t, err)
 		for _, want := range []string{"shop-1 daily report", "At 09:00 in Europe/Paris, Monday through Friday", "0 9 * * 1-5",
 			"nightly cleanup", "paused", "report", "Succeeded", "Failed"} {
@@ -203,7 +204,7 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("a.c-failing")),
 			chromedp.WaitVisible(chromedp.CSS(`a.c-failing[aria-current="page"]`))))
 		until(t, ctx, `document.querySelectorAll("table.jobs tbody tr").length === 1`)
-		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.jobs")))
+		text, err := textOf(ctx, "table.jobs")
 		require.NoError(t, err)
 		assert.Contains(t, text, "shop-2 stock export")
 		// The page refreshes itself, and the chart with it.
@@ -226,7 +227,7 @@ func TestBrowser(t *testing.T) {
 		// The run takes a moment; the page refreshes itself until its
 		// record shows its outcome.
 		until(t, ctx, `[...document.querySelectorAll("table.history .s-succeeded")].length === 1`)
-		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.history")))
+		text, err := textOf(ctx, "table.history")
 		require.NoError(t, err)
 		assert.Contains(t, text, "Manual")
 		shoot(t, ctx, "task.png")
@@ -239,7 +240,7 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`button[aria-label="Pause `+name+`"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Resume `+name+`"]`))))
 		assert.True(t, f.tasks()[name].Task.Paused)
-		flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash")))
+		flash, err := textOf(ctx, ".flash")
 		require.NoError(t, err)
 		assert.Contains(t, flash, "Paused")
 		require.NoError(t, chromedp.Do(ctx,
@@ -262,7 +263,7 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`input[name="sel"][value="task:`+names[1]+`"]`)),
 			chromedp.Click(chromedp.CSS(`#bulk button[value="pause"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`form[action="bulk"] button.primary`))))
-		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		text, err := textOf(ctx, "main")
 		require.NoError(t, err)
 		assert.Contains(t, text, "Pause 2 tasks and jobs?")
 		for _, name := range names {
@@ -272,7 +273,7 @@ func TestBrowser(t *testing.T) {
 		shoot(t, ctx, "bulk.png")
 		require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("note"), "maintenance"),
 			chromedp.Click(chromedp.CSS(`form[action="bulk"] button.primary`)), chromedp.WaitVisible(chromedp.CSS(".flash"))))
-		flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash")))
+		flash, err := textOf(ctx, ".flash")
 		require.NoError(t, err)
 		assert.Contains(t, flash, "Paused 2")
 		for _, name := range names {
@@ -316,7 +317,7 @@ func TestBrowser(t *testing.T) {
 		assert.Equal(t, "buffer-one", got.Overlap, "the fields not edited are kept")
 		// The Table applies it; the page shows it once it has.
 		until(t, ctx, `document.querySelector(".facts").textContent.includes("0 9 * * MON-FRI")`)
-		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".facts")))
+		text, err := textOf(ctx, ".facts")
 		require.NoError(t, err)
 		assert.True(t, strings.Contains(text, "Asia/Tokyo"), text)
 	})
@@ -326,7 +327,7 @@ func TestBrowser(t *testing.T) {
 		// edit with its fields before and after.
 		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.Click(chromedp.CSS(`header.top a[href="audit"]`)),
 			chromedp.WaitVisible(chromedp.CSS("table.audit tbody tr"))))
-		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.audit")))
+		text, err := textOf(ctx, "table.audit")
 		require.NoError(t, err)
 		for _, want := range []string{"operator", "run", "pause", "resume", `note "maintenance", bulk`,
 			`handler: "ok" → "slow"`, `spec: "0 10 1 * *" → "0 9 * * MON-FRI"`, `zone: "Europe/London" → "Asia/Tokyo"`} {
@@ -378,6 +379,23 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 	})
+}
+
+// textOf returns the text of the first element of the page that matches
+// the CSS selector sel, once there is one. It reads it in one evaluation
+// in the page, where chromedp.Text finds the element, then reads it: the
+// page's script, which replaces the part that refreshes, may have replaced
+// the element in between, whose text is then "".
+func textOf(ctx context.Context, sel string) (string, error) {
+	q, err := json.Marshal(sel)
+	if err != nil {
+		return "", err
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector(`+string(q)+`) !== null`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(45*time.Second))); err != nil {
+		return "", err
+	}
+	return chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+string(q)+`) || {innerText: ""}).innerText`))
 }
 
 // cssHex returns the colour rgb(r, g, b) that a browser computed as
