@@ -40,15 +40,6 @@ func TestBrowserBulkAndBackfill(t *testing.T) {
 	defer cancelTab()
 	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelTime()
-	until := func(cond string) {
-		t.Helper()
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond),
-			chromedp.WithPollingTimeout(45*time.Second)))
-		if err != nil {
-			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-			t.Fatalf("waiting for %s: %v; the page says:\n%s", cond, err, body)
-		}
-	}
 
 	// Every task of the handler "ok": the filter, its box, the
 	// confirmation, and only then the pause.
@@ -74,8 +65,8 @@ func TestBrowserBulkAndBackfill(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("from").value = "`+from.Format("2006-01-02T15:04:05")+`"`),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("to").value = "`+to.Format("2006-01-02T15:04:05")+`"`),
 		chromedp.Click(chromedp.CSS(`form.backfill button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS(".flash"))))
-	until(`document.querySelector("p.backfill") && document.querySelector("p.backfill").textContent.includes("` + n + ` of ` + n + ` slots handled")`)
-	until(`[...document.querySelectorAll("table.history tbody tr")].filter(r => r.textContent.includes("Backfill")).length === ` + n)
+	until(t, ctx, `document.querySelector("p.backfill") && document.querySelector("p.backfill").textContent.includes("`+n+` of `+n+` slots handled")`)
+	until(t, ctx, `[...document.querySelectorAll("table.history tbody tr")].filter(r => r.textContent.includes("Backfill")).length === `+n)
 }
 
 // count returns the slots of "0 9 * * *" in UTC in [from, to).

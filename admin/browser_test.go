@@ -111,16 +111,6 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(shots, name), png, 0o644))
 	}
-	// until waits for a JavaScript condition to hold.
-	until := func(t *testing.T, ctx context.Context, cond string) {
-		t.Helper()
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond),
-			chromedp.WithPollingTimeout(45*time.Second)))
-		if err != nil {
-			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-			t.Fatalf("waiting for %s: %v; the page says:\n%s", cond, err, body)
-		}
-	}
 
 	// retype empties the input id, then types text into it, key by key.
 	retype := func(t *testing.T, ctx context.Context, id, text string) {
@@ -379,6 +369,18 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 	})
+}
+
+// until waits for a JavaScript condition to hold in the page of ctx, for
+// 45 s at most, a loaded machine's time.
+func until(t *testing.T, ctx context.Context, cond string) {
+	t.Helper()
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond),
+		chromedp.WithPollingTimeout(45*time.Second)))
+	if err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		t.Fatalf("waiting for %s: %v; the page says:\n%s", cond, err, body)
+	}
 }
 
 // textOf returns the text of the first element of the page that matches
