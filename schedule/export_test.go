@@ -54,3 +54,13 @@ func (l *RunLimit) Kept() int {
 	}
 	return n
 }
+
+// SameConfig reports whether a and b hold one config.
+func SameConfig(a, b *Job) bool { return a.cfg == b.cfg }
+
+// Configs counts the settings whose config Jobs share.
+func Configs() int {
+	configs.mu.Lock()
+	defer configs.mu.Unlock()
+	return len(configs.m)
+}

@@ -52,7 +52,7 @@ type Job struct {
 	gen   uint64 // the arming of timer: a callback of another one does nothing
 	name  string
 	f     Func
-	cfg   *config // shared defaultConfig unless options say otherwise
+	cfg   *config // shared with the jobs of equal options (see config)
 	w     *watch  // the Scheduler of the job's timer, and its watch
 	sched Schedule
 	next  time.Time         // the next slot; zero if none, or not started, stopped or paused
@@ -100,7 +100,7 @@ func NewJob(name string, s Schedule, f Func, opts ...Option) *Job {
 	c.limitFromStore()
 	j := &Job{name: name, f: f, sched: s, cfg: defaultConfig, w: watchFor(c.sched)}
 	if !c.isDefault() {
-		j.cfg = &c
+		j.cfg = share(&c)
 	}
 	return j
 }

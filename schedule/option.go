@@ -120,9 +120,18 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// config holds a Job's options. Jobs made with no option other than
-// WithScheduler share defaultConfig: an idle job costs no config of its own.
+// config holds a Job's options, and is never changed once a Job has it.
+// Jobs made with no option other than WithScheduler share defaultConfig,
+// and jobs made with equal options share one config (share): an idle job
+// costs no config of its own.
 type config struct {
+	settings
+	observer func(Record)
+	pausedBy func(*Job, PauseNote) // WithPauseOnFailures' callback
+}
+
+// settings are the options of a config that compare with ==.
+type settings struct {
 	overlap     Overlap
 	misfire     Misfire
 	maxParallel int
@@ -143,10 +152,8 @@ type config struct {
 	shared      SharedStore // store, if it is a SharedStore
 	lease       SharedStore // shared, if its Lease is positive: its runs' leases are renewed
 	node        string
-	observer    func(Record)
 	trace       *Trace                // WithTrace's, nil for none
 	pauseOn     int                   // WithPauseOnFailures' count, 0 for never
-	pausedBy    func(*Job, PauseNote) // WithPauseOnFailures' callback
 	sched       circulation.Scheduler // taken out by NewJob: the job's watch holds it
 	log         *slog.Logger          // WithLogger's, nil for slog.Default()
 }
@@ -156,7 +163,7 @@ const (
 	defaultCatchUp = 100
 )
 
-var defaultConfig = &config{grace: defaultGrace, catchUp: defaultCatchUp, retry: -1}
+var defaultConfig = &config{settings: settings{grace: defaultGrace, catchUp: defaultCatchUp, retry: -1}}
 
 // isDefault reports whether c, its Scheduler aside, is defaultConfig.
 func (c *config) isDefault() bool {
@@ -185,8 +192,11 @@ func (c *config) nodeName() string {
 
 // Preset returns opts as one Option, applied once: the Jobs made with it
 // as their only option share its settings instead of holding a copy each,
-// which counts for a million jobs. Given with other options, it is opts,
-// applied where it stands.
+// which counts for a million jobs. Jobs made with equal options share
+// their settings without it, unless an option is a func (WithObserver,
+// WithPauseOnFailures), since funcs do not compare; Preset shares those
+// too, and saves comparing. Given with other options, it is opts, applied
+// where it stands.
 func Preset(opts ...Option) Option {
 	c := *defaultConfig
 	for _, o := range opts {
