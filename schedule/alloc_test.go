@@ -46,3 +46,33 @@ func TestRunAllocations(t *testing.T) {
 		})
 	}
 }
+
+// A run on a store with leases that ends before its first renewal makes
+// its renewal and the one timer armed for that renewal, not the Trigger
+// that would renew it nor the timer of its deadline (17 allocations a run
+// with them, 9 without): the renewal (one), its timer (two), the run's
+// context (two), a pool goroutine, the outcome, and the test store's claim
+// (two).
+func TestRunAllocationsWithALease(t *testing.T) {
+	if race {
+		t.Skip("the race detector allocates")
+	}
+	store := newLeaseStore(time.Hour)
+	done := make(chan struct{})
+	j := schedule.NewJob("j", schedule.Every(time.Hour), func(context.Context, schedule.Run) error { return nil },
+		schedule.WithStore(store), schedule.WithNode("n"), schedule.WithOverlap(schedule.OverlapBufferOne),
+		schedule.WithObserver(func(schedule.Record) { done <- struct{}{} }))
+	require.NoError(t, j.Start(context.Background()))
+	run := func() {
+		j.RunNow()
+		<-done
+	}
+	run()
+	allocs := testing.AllocsPerRun(1000, run)
+	t.Logf("%.1f allocations a run", allocs)
+	assert.LessOrEqual(t, allocs, 9.0)
+	require.NoError(t, j.Stop(context.Background()))
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	assert.Empty(t, store.renewed, "no run lasted a third of the lease")
+}

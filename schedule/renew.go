@@ -20,17 +20,25 @@ import (
 // that hangs, deaf to its context, cannot keep the run going past the
 // deadline.
 //
+// The Trigger and the deadline's timer are made when the first Renew is
+// due (begin), by the one timer a run has until then: most runs end
+// sooner, and cost that timer alone. Until then, no Renew is in flight,
+// and the first is due before the deadline.
+//
 // Both run on the runtime's timers, not the job's Scheduler: a Scheduler
 // that stops arming timers (a stopped wheel.Wheel, during a shutdown)
 // would otherwise leave a run in flight with a lease no one renews and no
 // one gives up, while another node may take its slot over.
 type renewal struct {
-	t      *circulation.Trigger // calls Renew
-	cfg    *config              // the job's: its logger
+	cfg    *config // the job's: its logger
+	ls     SharedStore
 	lease  time.Duration
 	cancel context.CancelCauseFunc // the run's
-	gone   context.Context         // done once the lease is given up
-	giveUp context.CancelFunc      // gone's
+
+	// Set by begin, under mu, when the first Renew is due; nil before.
+	t      *circulation.Trigger // calls Renew
+	gone   context.Context      // done once the lease is given up
+	giveUp context.CancelFunc   // gone's
 
 	mu       sync.Mutex
 	rec      Record      // the claim renewed: the run's, then its latest attempt's (Retry)
@@ -38,7 +46,7 @@ type renewal struct {
 	deadline time.Time   // when the lease may expire, by the wall clock
 	last     error       // of the latest failed Renew
 	inflight bool        // a Renew is under way
-	timer    *time.Timer // armed for deadline; nil once stopped
+	timer    *time.Timer // armed for the first Renew (begin), then for deadline; nil once stopped
 	stopped  bool        // stopRenewal was called
 	lost     bool        // the lease is given up, or the store said it is lost: once
 }
@@ -55,23 +63,33 @@ func (j *Job) renew(ls SharedStore, p *pending, cancel context.CancelCauseFunc) 
 	if h := p.claim; h != nil {
 		since = h.since
 	}
-	r := &renewal{cfg: j.cfg, lease: ls.Lease(), cancel: cancel, rec: j.claimed(p), deadline: since.Add(ls.Lease())}
-	r.gone, r.giveUp = context.WithCancel(context.Background())
-	r.t = circulation.Bind(nil, func(rctx context.Context) (time.Duration, bool) {
-		return r.tick(rctx, ls)
-	})
+	r := &renewal{cfg: j.cfg, ls: ls, lease: ls.Lease(), cancel: cancel, rec: j.claimed(p), deadline: since.Add(ls.Lease())}
 	r.mu.Lock()
 	r.armLocked()
 	r.mu.Unlock()
-	// A claim that took long left less than a lease: renew half-way to its
-	// end.
-	r.t.FireAfter(min(r.lease/3, time.Until(r.deadline)/2))
 	return r
+}
+
+// begin is the callback of the timer armed for the first Renew: it makes
+// the Trigger that renews, arms the timer for the deadline, and fires the
+// Trigger, unless the renewal was stopped meanwhile.
+func (r *renewal) begin() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || r.t != nil {
+		return
+	}
+	r.gone, r.giveUp = context.WithCancel(context.Background())
+	r.t = circulation.Bind(nil, r.tick)
+	r.armLocked()
+	// Fired under r.mu, so that stopRenewal, which reads r.t under it,
+	// stops this run too.
+	r.t.Fire()
 }
 
 // tick is the Func of the renewal's Trigger: one Renew, bounded by the
 // deadline.
-func (r *renewal) tick(rctx context.Context, ls SharedStore) (time.Duration, bool) {
+func (r *renewal) tick(rctx context.Context) (time.Duration, bool) {
 	sent := time.Now()
 	r.mu.Lock()
 	deadline, rec := r.deadline, r.rec
@@ -82,7 +100,7 @@ func (r *renewal) tick(rctx context.Context, ls SharedStore) (time.Duration, boo
 		return 0, false
 	}
 	ctx, stop := context.WithDeadline(rctx, deadline)
-	err := ls.Renew(ctx, rec)
+	err := r.ls.Renew(ctx, rec)
 	stop()
 	r.mu.Lock()
 	r.inflight = false
@@ -145,7 +163,7 @@ func (r *renewal) retried(rec Record, sent time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rec, r.retrying = rec, false
-	if r.stopped || r.lost || r.gone.Err() != nil {
+	if r.stopped || r.lost || r.givenUpLocked() {
 		return
 	}
 	r.deadline = sent.Add(r.lease)
@@ -153,13 +171,25 @@ func (r *renewal) retried(rec Record, sent time.Time) {
 }
 
 // armLocked arms the timer for the deadline, in place of the one armed
-// before. The caller holds r.mu.
+// before; or, before begin, for the first Renew: a third of a lease from
+// now, or half-way to the deadline if that is sooner (a claim that took
+// long left less than a lease). The caller holds r.mu.
 func (r *renewal) armLocked() {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
+	if r.t == nil {
+		r.timer = time.AfterFunc(max(min(r.lease/3, time.Until(r.deadline)/2), 0), r.begin)
+		return
+	}
 	deadline := r.deadline
 	r.timer = time.AfterFunc(max(time.Until(deadline), 0), func() { r.expired(deadline) })
+}
+
+// givenUpLocked reports whether the lease was given up. The caller holds
+// r.mu.
+func (r *renewal) givenUpLocked() bool {
+	return r.gone != nil && r.gone.Err() != nil
 }
 
 // expired gives the lease up if deadline is still its deadline and has
@@ -167,7 +197,7 @@ func (r *renewal) armLocked() {
 // the rest.
 func (r *renewal) expired(deadline time.Time) {
 	r.mu.Lock()
-	if r.lost || r.gone.Err() != nil || !r.deadline.Equal(deadline) {
+	if r.lost || r.givenUpLocked() || !r.deadline.Equal(deadline) {
 		r.mu.Unlock()
 		return // given up already (the timer and a Renew's end may both come at the deadline), or renewed since
 	}
@@ -211,14 +241,23 @@ func (j *Job) stopRenewal(x *active, r *renewal) {
 		r.mu.Unlock()
 		return
 	}
+	if r.t == nil {
+		// Before the first Renew: none was sent, and begin sends none.
+		r.stopped = true
+		r.timer.Stop()
+		r.timer = nil
+		r.mu.Unlock()
+		return
+	}
+	rt := r.t
 	r.mu.Unlock()
-	if r.t.Stop(r.gone) != nil {
+	if rt.Stop(r.gone) != nil {
 		// Given up while a Renew hangs: its Trigger returns when Renew
 		// does.
 		j.mu.Lock()
 		xr := x.rareLocked()
 		xr.hung = slices.DeleteFunc(xr.hung, func(t *circulation.Trigger) bool { return !t.Running() })
-		xr.hung = append(xr.hung, r.t)
+		xr.hung = append(xr.hung, rt)
 		j.mu.Unlock()
 	}
 	r.mu.Lock()
