@@ -245,12 +245,17 @@ type owning interface {
 	Owner(job string) string
 }
 
+// lookPiece bounds the slots of one call of Claimed: a look at the holds
+// of a herd of a million asks in pieces, each bounded in time alone.
+const lookPiece = 5000
+
 // claimedElsewhere asks the Sharer of each of ws which of their slots
-// have a record, one call a store, and marks the holds all of whose
-// slots do, and those of the same owner as such a hold (progress: the
-// record may be another node's, but it is most likely the owner's). A
-// store that fails, or takes longer than a quarter of its lease (1s to
-// 10s), marks none.
+// have a record, in calls of lookPiece slots at most (a hold's slots in
+// one), and marks the holds all of whose slots do, and those of the same
+// owner as such a hold (progress: the record may be another node's, but
+// it is most likely the owner's). A call that fails, or takes longer than
+// a quarter of the store's lease (1s to 10s), marks none of its holds,
+// and the store is asked no more in this look.
 func claimedElsewhere(ws []*waiting) {
 	type asked struct {
 		ws []*waiting
@@ -276,31 +281,45 @@ func claimedElsewhere(ws []*waiting) {
 		}
 	}
 	for s, a := range by {
-		ctx, cancel := context.WithTimeout(context.Background(), min(max(s.Lease()/4, time.Second), 10*time.Second))
-		claimed, err := s.Claimed(ctx, a.rs)
-		cancel()
-		if err != nil || len(claimed) != len(a.rs) {
-			continue
-		}
 		o, named := s.(owning)
 		owners := make([]string, len(a.ws))
 		progress := map[string]bool{}
-		for i, w := range a.ws {
-			w.asked, w.claimed = true, true
-			for k := range w.batch {
-				if !claimed[a.at[i]+k] {
-					w.claimed = false
+		for lo := 0; lo < len(a.ws); {
+			hi := lo + 1 // a piece: holds lo to hi, lookPiece slots at most, one hold at least
+			for hi < len(a.ws) && a.at[hi]-a.at[lo]+len(a.ws[hi].batch) <= lookPiece {
+				hi++
+			}
+			end := len(a.rs)
+			if hi < len(a.ws) {
+				end = a.at[hi]
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), min(max(s.Lease()/4, time.Second), 10*time.Second))
+			claimed, err := s.Claimed(ctx, a.rs[a.at[lo]:end])
+			cancel()
+			if err != nil || len(claimed) != end-a.at[lo] {
+				break
+			}
+			for i := lo; i < hi; i++ {
+				w := a.ws[i]
+				w.asked, w.claimed = true, true
+				for k := range w.batch {
+					if !claimed[a.at[i]-a.at[lo]+k] {
+						w.claimed = false
+					}
+				}
+				if named {
+					owners[i] = o.Owner(w.j.name)
+				}
+				if w.claimed {
+					progress[owners[i]] = true
 				}
 			}
-			if named {
-				owners[i] = o.Owner(w.j.name)
-			}
-			if w.claimed {
-				progress[owners[i]] = true
-			}
+			lo = hi
 		}
 		for i, w := range a.ws {
-			w.progress = progress[owners[i]]
+			if w.asked {
+				w.progress = progress[owners[i]]
+			}
 		}
 	}
 }

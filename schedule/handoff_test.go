@@ -29,6 +29,8 @@ type sharer struct {
 	asked   int
 	failAsk bool
 
+	perSlot time.Duration // Claimed takes this long a slot, or until its context is done
+
 	lease time.Duration           // its Lease, if not zero: the MemoryStore's claims never expire
 	owner func(job string) string // the owner of each job, if not nil (Owner)
 	slow  func() error            // called before each claim, if not nil, one claim at a time
@@ -69,6 +71,13 @@ func (s *sharer) Claimed(ctx context.Context, rs []schedule.Record) ([]bool, err
 	s.mu.Unlock()
 	if fail {
 		return nil, fmt.Errorf("the store is down")
+	}
+	if s.perSlot > 0 {
+		select {
+		case <-time.After(s.perSlot * time.Duration(len(rs))):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	out := make([]bool, len(rs))
 	for i, r := range rs {
@@ -287,6 +296,52 @@ func TestHandOffAsksOnceForAHerd(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A herd too large for one call of Claimed within its time (a second
+// here) is asked about in pieces, each within it: the other node finds
+// every slot claimed by the owner, and claims none. Asked in one call,
+// the look timed out, and the other node claimed every slot.
+func TestHandOffAsksInPieces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 12000
+		mem := schedule.NewMemoryStore(1)
+		owner := &sharer{MemoryStore: mem, owns: func(string) bool { return true }}
+		other := &sharer{MemoryStore: mem, owns: func(string) bool { return false }, perSlot: 150 * time.Microsecond}
+		var mu sync.Mutex
+		runs := map[string]int{}
+		var jobs []*schedule.Job
+		due := time.Now().Add(time.Minute)
+		for _, s := range []*sharer{owner, other} {
+			limit := schedule.NewRunLimit(n)
+			for i := range n {
+				name := fmt.Sprint("j", i)
+				jobs = append(jobs, schedule.NewJob(name, schedule.Once(due), func(context.Context, schedule.Run) error {
+					mu.Lock()
+					runs[name]++
+					mu.Unlock()
+					return nil
+				}, schedule.WithStore(s), schedule.WithRunLimit(limit)))
+			}
+		}
+		require.NoError(t, schedule.StartAll(context.Background(), jobs...))
+		time.Sleep(time.Minute + 5*time.Second)
+		synctest.Wait()
+		for _, j := range jobs {
+			stop(t, j)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Len(t, runs, n, "slots run")
+		for k, c := range runs {
+			if c != 1 {
+				t.Errorf("%s ran %d times", k, c)
+			}
+		}
+		assert.Equal(t, n, owner.claims)
+		assert.Equal(t, n/5000+1, other.asks, "calls of Claimed")
+		assert.Equal(t, 0, other.claims, "claims of slots the owner claimed")
+	})
 }
 
 // A herd whose owner takes longer to claim than the hand-off's wait for a

@@ -237,8 +237,10 @@ type Sharer interface {
 	Owns(job string) bool
 	// Claimed reports, for each of rs (a Job and a Due), whether its slot
 	// has a record already: the Jobs of a RunLimit ask it for the slots
-	// whose hand-off is over, together, and claim only those it reports
-	// unclaimed, or all of them if it fails.
+	// whose hand-off is over, together, in calls of 5,000 slots at most,
+	// each bounded by a quarter of the lease (1s to 10s), and claim only
+	// those it reports unclaimed; if a call fails, they claim its slots and
+	// those of the calls that would have followed it.
 	Claimed(ctx context.Context, rs []Record) ([]bool, error)
 }
 
