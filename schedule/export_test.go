@@ -4,6 +4,10 @@ package schedule
 // its outcome is recorded.
 func SetReturnedHook(f func()) { testHookReturned = f }
 
+// SetBeginHook makes f run as a renewal's first timer fires, before the
+// renewal begins.
+func SetBeginHook(f func()) { testHookBegin = f }
+
 // Watches returns how many Schedulers have a shared watch.
 func Watches() int {
 	watches.mu.Lock()

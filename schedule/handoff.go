@@ -246,8 +246,15 @@ type owning interface {
 }
 
 // lookPiece bounds the slots of one call of Claimed: a look at the holds
-// of a herd of a million asks in pieces, each bounded in time alone.
+// of a herd of a million asks in pieces, each bounded in time alone, and
+// all of them by lookBudget.
 const lookPiece = 5000
+
+// lookBudget returns how long a look may ask s in all: half its lease, or
+// 10s if that is longer. The pieces it leaves unasked are claimed.
+func lookBudget(s Sharer) time.Duration {
+	return max(s.Lease()/2, 10*time.Second)
+}
 
 // claimedElsewhere asks the Sharer of each of ws which of their slots
 // have a record, in calls of lookPiece slots at most (a hold's slots in
@@ -255,7 +262,8 @@ const lookPiece = 5000
 // owner as such a hold (progress: the record may be another node's, but
 // it is most likely the owner's). A call that fails, or takes longer than
 // a quarter of the store's lease (1s to 10s), marks none of its holds,
-// and the store is asked no more in this look.
+// and the store is asked no more in this look, nor once the look has
+// taken lookBudget.
 func claimedElsewhere(ws []*waiting) {
 	type asked struct {
 		ws []*waiting
@@ -284,19 +292,20 @@ func claimedElsewhere(ws []*waiting) {
 		o, named := s.(owning)
 		owners := make([]string, len(a.ws))
 		progress := map[string]bool{}
+		end := time.Now().Add(lookBudget(s))
 		for lo := 0; lo < len(a.ws); {
 			hi := lo + 1 // a piece: holds lo to hi, lookPiece slots at most, one hold at least
 			for hi < len(a.ws) && a.at[hi]-a.at[lo]+len(a.ws[hi].batch) <= lookPiece {
 				hi++
 			}
-			end := len(a.rs)
+			to := len(a.rs)
 			if hi < len(a.ws) {
-				end = a.at[hi]
+				to = a.at[hi]
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), min(max(s.Lease()/4, time.Second), 10*time.Second))
-			claimed, err := s.Claimed(ctx, a.rs[a.at[lo]:end])
+			ctx, cancel := context.WithDeadline(context.Background(), earliest(end, time.Now().Add(min(max(s.Lease()/4, time.Second), 10*time.Second))))
+			claimed, err := s.Claimed(ctx, a.rs[a.at[lo]:to])
 			cancel()
-			if err != nil || len(claimed) != end-a.at[lo] {
+			if err != nil || len(claimed) != to-a.at[lo] {
 				break
 			}
 			for i := lo; i < hi; i++ {
@@ -317,11 +326,17 @@ func claimedElsewhere(ws []*waiting) {
 			lo = hi
 		}
 		for i, w := range a.ws {
-			if w.asked {
-				w.progress = progress[owners[i]]
-			}
+			w.progress = progress[owners[i]]
 		}
 	}
+}
+
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // holds is a min-heap of holds by hand-off time.

@@ -29,7 +29,8 @@ type sharer struct {
 	asked   int
 	failAsk bool
 
-	perSlot time.Duration // Claimed takes this long a slot, or until its context is done
+	perSlot   time.Duration // Claimed takes this long a slot, or until its context is done
+	failAfter int           // calls of Claimed after this many fail, if not zero
 
 	lease time.Duration           // its Lease, if not zero: the MemoryStore's claims never expire
 	owner func(job string) string // the owner of each job, if not nil (Owner)
@@ -67,7 +68,7 @@ func (s *sharer) Claimed(ctx context.Context, rs []schedule.Record) ([]bool, err
 	s.mu.Lock()
 	s.asks++
 	s.asked += len(rs)
-	fail := s.failAsk
+	fail := s.failAsk || s.failAfter > 0 && s.asks > s.failAfter
 	s.mu.Unlock()
 	if fail {
 		return nil, fmt.Errorf("the store is down")
@@ -298,50 +299,68 @@ func TestHandOffAsksOnceForAHerd(t *testing.T) {
 	}
 }
 
-// A herd too large for one call of Claimed within its time (a second
-// here) is asked about in pieces, each within it: the other node finds
-// every slot claimed by the owner, and claims none. Asked in one call,
-// the look timed out, and the other node claimed every slot.
+// A look at a herd asks Claimed in calls of 5,000 slots at most, each
+// bounded in time alone: a herd too large for one call within its time
+// (a second here) is answered in pieces, and the other node finds every
+// slot claimed by the owner, where asked in one call the look timed out
+// and it claimed every slot. After a call that fails, the look asks no
+// more, and the other node claims the slots of that call and the rest,
+// but not those of the calls before it.
 func TestHandOffAsksInPieces(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const n = 12000
-		mem := schedule.NewMemoryStore(1)
-		owner := &sharer{MemoryStore: mem, owns: func(string) bool { return true }}
-		other := &sharer{MemoryStore: mem, owns: func(string) bool { return false }, perSlot: 150 * time.Microsecond}
-		var mu sync.Mutex
-		runs := map[string]int{}
-		var jobs []*schedule.Job
-		due := time.Now().Add(time.Minute)
-		for _, s := range []*sharer{owner, other} {
-			limit := schedule.NewRunLimit(n)
-			for i := range n {
-				name := fmt.Sprint("j", i)
-				jobs = append(jobs, schedule.NewJob(name, schedule.Once(due), func(context.Context, schedule.Run) error {
-					mu.Lock()
-					runs[name]++
-					mu.Unlock()
-					return nil
-				}, schedule.WithStore(s), schedule.WithRunLimit(limit)))
-			}
-		}
-		require.NoError(t, schedule.StartAll(context.Background(), jobs...))
-		time.Sleep(time.Minute + 5*time.Second)
-		synctest.Wait()
-		for _, j := range jobs {
-			stop(t, j)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		assert.Len(t, runs, n, "slots run")
-		for k, c := range runs {
-			if c != 1 {
-				t.Errorf("%s ran %d times", k, c)
-			}
-		}
-		assert.Equal(t, n, owner.claims)
-		assert.Equal(t, n/5000+1, other.asks, "calls of Claimed")
-		assert.Equal(t, 0, other.claims, "claims of slots the owner claimed")
-	})
+	for _, c := range []struct {
+		name      string
+		n         int
+		perSlot   time.Duration
+		failAfter int
+		asks      int // calls of Claimed
+		claims    int // by the other node
+	}{
+		{"too slow for one call", 6000, 180 * time.Microsecond, 0, 2, 0},
+		{"the second call fails", 11000, 0, 1, 2, 6000},
+		{"5000 in one call", 5000, 0, 0, 1, 0},
+		{"5001 in two", 5001, 0, 0, 2, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := schedule.NewMemoryStore(1)
+				owner := &sharer{MemoryStore: mem, owns: func(string) bool { return true }}
+				other := &sharer{MemoryStore: mem, owns: func(string) bool { return false }, perSlot: c.perSlot, failAfter: c.failAfter}
+				var mu sync.Mutex
+				runs := map[string]int{}
+				var jobs []*schedule.Job
+				due := time.Now().Add(time.Minute)
+				for _, s := range []*sharer{owner, other} {
+					limit := schedule.NewRunLimit(c.n)
+					for i := range c.n {
+						name := fmt.Sprint("j", i)
+						jobs = append(jobs, schedule.NewJob(name, schedule.Once(due), func(context.Context, schedule.Run) error {
+							mu.Lock()
+							runs[name]++
+							mu.Unlock()
+							return nil
+						}, schedule.WithStore(s), schedule.WithRunLimit(limit)))
+					}
+				}
+				require.NoError(t, schedule.StartAll(context.Background(), jobs...))
+				time.Sleep(time.Minute + 5*time.Second)
+				synctest.Wait()
+				for _, j := range jobs {
+					stop(t, j)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				assert.Len(t, runs, c.n, "slots run")
+				for k, n := range runs {
+					if n != 1 {
+						t.Errorf("%s ran %d times", k, n)
+					}
+				}
+				assert.Equal(t, c.n, owner.claims)
+				assert.Equal(t, c.asks, other.asks, "calls of Claimed")
+				assert.Equal(t, c.claims, other.claims, "claims of slots the owner claimed")
+			})
+		})
+	}
 }
 
 // A herd whose owner takes longer to claim than the hand-off's wait for a

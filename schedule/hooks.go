@@ -8,6 +8,10 @@ var (
 	// there.
 	testHookReturned func()
 
+	// testHookBegin runs in the callback of a renewal's first timer
+	// before it takes the renewal's lock: a test ends the run there.
+	testHookBegin func()
+
 	// testMutant breaks the clock's protocol, or a promise across
 	// replicas, on purpose, so that its tests are seen to fail. It is
 	// mutantNone in production.

@@ -126,11 +126,18 @@ func (f optionFunc) apply(c *config) { f(c) }
 // costs no config of its own.
 type config struct {
 	settings
+	limit    *RunLimit
+	store    Store
+	shared   SharedStore           // store, if it is a SharedStore
+	lease    SharedStore           // shared, if its Lease is positive: its runs' leases are renewed
+	trace    *Trace                // WithTrace's, nil for none
+	sched    circulation.Scheduler // WithScheduler's, nil for the default: the job's watch's
+	log      *slog.Logger          // WithLogger's, nil for slog.Default()
 	observer func(Record)
 	pausedBy func(*Job, PauseNote) // WithPauseOnFailures' callback
 }
 
-// settings are the options of a config that compare with ==.
+// settings are the options of a config that are plain values.
 type settings struct {
 	overlap     Overlap
 	misfire     Misfire
@@ -146,16 +153,9 @@ type settings struct {
 	attempts    int           // WithRetry's: the runs a slot may take in all; 0 or 1: no retry
 	backoff     time.Duration // WithRetry's: the pause before the first retry
 	since       time.Time     // WithSince's
-	limit       *RunLimit
-	limitSet    bool // WithRunLimit was given
-	store       Store
-	shared      SharedStore // store, if it is a SharedStore
-	lease       SharedStore // shared, if its Lease is positive: its runs' leases are renewed
+	limitSet    bool          // WithRunLimit was given
 	node        string
-	trace       *Trace                // WithTrace's, nil for none
-	pauseOn     int                   // WithPauseOnFailures' count, 0 for never
-	sched       circulation.Scheduler // taken out by NewJob: the job's watch holds it
-	log         *slog.Logger          // WithLogger's, nil for slog.Default()
+	pauseOn     int // WithPauseOnFailures' count, 0 for never
 }
 
 const (
@@ -194,9 +194,10 @@ func (c *config) nodeName() string {
 // as their only option share its settings instead of holding a copy each,
 // which counts for a million jobs. Jobs made with equal options share
 // their settings without it, unless an option is a func (WithObserver,
-// WithPauseOnFailures), since funcs do not compare; Preset shares those
-// too, and saves comparing. Given with other options, it is opts, applied
-// where it stands.
+// WithPauseOnFailures), since funcs do not compare, or a Store or
+// Scheduler that is not a pointer; Preset shares those too, and saves
+// comparing. Given with other options, it is opts, applied where it
+// stands.
 func Preset(opts ...Option) Option {
 	c := *defaultConfig
 	for _, o := range opts {

@@ -74,6 +74,9 @@ func (j *Job) renew(ls SharedStore, p *pending, cancel context.CancelCauseFunc) 
 // the Trigger that renews, arms the timer for the deadline, and fires the
 // Trigger, unless the renewal was stopped meanwhile.
 func (r *renewal) begin() {
+	if testHookBegin != nil {
+		testHookBegin()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped || r.t != nil {

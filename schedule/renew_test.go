@@ -58,7 +58,7 @@ func TestRetryBeforeTheFirstRenewalRenews(t *testing.T) {
 				return fmt.Errorf("attempt %d failed", n)
 			}
 			select {
-			case <-time.After(time.Minute):
+			case <-time.After(time.Minute + time.Second): // ends between two renewals
 				return nil
 			case <-ctx.Done():
 				return context.Cause(ctx)
@@ -72,12 +72,43 @@ func TestRetryBeforeTheFirstRenewalRenews(t *testing.T) {
 		stop(t, j)
 		assert.Equal(t, []string{
 			"1h0m0s Failed Scheduled 1h0m0s-1h0m1s",
-			"1h0m0s Succeeded Scheduled 1h0m2s-1h1m2s",
+			"1h0m0s Succeeded Scheduled 1h0m2s-1h1m3s",
 		}, l.summary())
 		store.mu.Lock()
 		defer store.mu.Unlock()
 		require.NotEmpty(t, store.renews)
 		assert.Equal(t, time.Hour+5*time.Second, store.renews[0].at, "a third of a lease after the retry's claim")
-		assert.Len(t, store.renews, 19, "every third of a lease through the minute: %v", store.renews)
+		assert.Len(t, store.renews, 20, "every third of a lease through the attempt: %v", store.renews)
+	})
+}
+
+// A renewal whose first timer fired as its run was ending, and whose
+// callback took the renewal's lock only once the run had ended, sends no
+// Renew and leaves nothing running.
+func TestRenewalBeginsAfterItsRunEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 9 * time.Second
+		store := newLeaseStore(lease)
+		began, release := make(chan struct{}, 1), make(chan struct{})
+		schedule.SetBeginHook(func() {
+			began <- struct{}{}
+			<-release
+		})
+		defer schedule.SetBeginHook(nil)
+		var l journal
+		j := schedule.NewJob("j", schedule.Every(time.Hour), l.work(lease/3+time.Second),
+			schedule.WithStore(store), schedule.WithNode("n"), schedule.WithObserver(l.observe))
+		start(t, j)
+		time.Sleep(time.Hour + lease/3)
+		<-began // the first timer fired, a second before the run ends
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		require.Len(t, l.recs(), 1, "the run ended")
+		close(release)
+		synctest.Wait()
+		stop(t, j)
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		assert.Empty(t, store.renewed, "no Renew once the run ended")
 	})
 }

@@ -2,8 +2,10 @@ package schedule_test
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -65,6 +67,48 @@ type sliceStore struct {
 	tags []string
 }
 
+// A Store that is a value, not a pointer, is not shared, nor kept in the
+// table of configs: one that holds a NaN would never be found there.
+func TestConfigOfAStoreThatIsAValue(t *testing.T) {
+	f := func(context.Context, schedule.Run) error { return nil }
+	store := nanStore{MemoryStore: schedule.NewMemoryStore(10), weight: math.NaN()}
+	before := schedule.Configs()
+	jobs := make([]*schedule.Job, 100)
+	for i := range jobs {
+		jobs[i] = schedule.NewJob("j", schedule.Every(time.Hour), f, schedule.WithStore(store))
+	}
+	assert.Equal(t, before, schedule.Configs())
+	assert.False(t, schedule.SameConfig(jobs[0], jobs[1]))
+	runtime.KeepAlive(jobs)
+}
+
+type nanStore struct {
+	*schedule.MemoryStore
+	weight float64
+}
+
+// A job that its own Trace points back to (a hook that calls it) is
+// collected once dropped: the table of configs holds nothing of a config
+// strongly.
+func TestSharedConfigKeepsNoJobAlive(t *testing.T) {
+	const n = 50
+	var freed atomic.Int32
+	func() {
+		for range n {
+			var j *schedule.Job
+			tr := &schedule.Trace{NotRun: func(schedule.Record) { _ = j.Name() }}
+			j = schedule.NewJob("cycle", schedule.Every(time.Hour), func(context.Context, schedule.Run) error { return nil },
+				schedule.WithTrace(tr), schedule.WithNode("cycle"))
+			runtime.AddCleanup(j, func(*atomic.Int32) { freed.Add(1) }, &freed)
+		}
+	}()
+	for i := 0; i < 1000 && freed.Load() < n; i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	assert.Equal(t, int32(n), freed.Load(), "jobs collected")
+}
+
 // A config that no Job holds any more is forgotten: a program that makes
 // jobs of ever new options does not keep them all.
 func TestSharedConfigForgotten(t *testing.T) {
@@ -95,6 +139,7 @@ func TestJobsOfEqualOptionsCostNoConfigEach(t *testing.T) {
 		names[i] = "job" + strconv.Itoa(i)
 	}
 	var before, after runtime.MemStats
+	runtime.GC() // twice: what the cleanups of earlier tests free goes at the second
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	jobs := make([]*schedule.Job, n)
@@ -103,7 +148,7 @@ func TestJobsOfEqualOptionsCostNoConfigEach(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	perJob := float64(after.HeapAlloc-before.HeapAlloc) / n
+	perJob := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	t.Logf("%.0f bytes a job", perJob)
 	assert.Less(t, perJob, 200.0, "a Job's own bytes, and the slice of them, not a config each")
 	runtime.KeepAlive(jobs)

@@ -237,10 +237,12 @@ type Sharer interface {
 	Owns(job string) bool
 	// Claimed reports, for each of rs (a Job and a Due), whether its slot
 	// has a record already: the Jobs of a RunLimit ask it for the slots
-	// whose hand-off is over, together, in calls of 5,000 slots at most,
-	// each bounded by a quarter of the lease (1s to 10s), and claim only
-	// those it reports unclaimed; if a call fails, they claim its slots and
-	// those of the calls that would have followed it.
+	// whose hand-off is over, together, in calls of 5,000 slots at most
+	// (a job's slots that fell due together in one), each bounded by a
+	// quarter of the lease (1s to 10s), all of them by half the lease or
+	// 10s, whichever is longer, and claim only those it reports unclaimed;
+	// if a call fails, or the time is up, they claim its slots and those
+	// of the calls that would have followed it.
 	Claimed(ctx context.Context, rs []Record) ([]bool, error)
 }
 
