@@ -54,7 +54,8 @@ type Trace struct {
 	// LeaseLost is called when a run was cancelled because its lease was
 	// lost (ErrLeaseLost) or could not be renewed for a full lease
 	// (ErrLeaseNotRenewed), with the claim and the cause: the "lease
-	// lost" line of WithLogger.
+	// lost" line of WithLogger. The run is cancelled first, so that its
+	// RunEnd may come before LeaseLost or after it.
 	LeaseLost func(rec Record, err error)
 
 	// StoreFailed is called for each failure of the store that WithLogger
