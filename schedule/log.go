@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,13 +130,12 @@ type outage struct {
 const outageQuiet = time.Minute
 
 // outageKey names an outage: the store, unwrapped, and the logger (nil
-// for slog.Default()). A store that is a pointer is named by its type and
-// address, which do not keep it alive: a store dropped is collected,
-// whatever its outages (another made at its address later shares their
-// pace of lines, no more).
+// for slog.Default()). A store that is a pointer is named by its ident,
+// its type and address, which do not keep it alive: a store dropped is
+// collected, whatever its outages (another made at its address later
+// shares their pace of lines, no more).
 type outageKey struct {
 	store any
-	addr  uintptr
 	log   *slog.Logger
 }
 
@@ -160,10 +158,9 @@ func (c *config) outageKey(s Store) outageKey {
 		s = u.Unwrap()
 	}
 	k := outageKey{store: s, log: c.log}
-	switch v := reflect.ValueOf(s); {
-	case v.Kind() == reflect.Pointer:
-		k.store, k.addr = reflect.TypeOf(s), v.Pointer()
-	case !isKey(s):
+	if id, ok := identOf(s); ok {
+		k.store = id
+	} else if !isKey(s) {
 		k.store = notComparable{}
 	}
 	return k

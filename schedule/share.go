@@ -22,8 +22,7 @@ var configs struct {
 type configKey struct {
 	settings
 	limit, trace, log uintptr
-	store, sched      ident
-	shared, lease     bool
+	store, sched      ident // a config's shared and lease follow from its store
 }
 
 // ident is the type and address of a pointer held in an interface, or
@@ -73,7 +72,6 @@ func keyOf(c *config) (configKey, bool) {
 		settings: c.settings,
 		limit:    addr(c.limit), trace: addr(c.trace), log: addr(c.log),
 		store: store, sched: sched,
-		shared: c.shared != nil, lease: c.lease != nil,
 	}, true
 }
 
