@@ -96,3 +96,13 @@ const KeptStreak = keptStreak
 func WithMaxRetained(n int) Option {
 	return optionFunc(func(o *options) { o.retained = n })
 }
+
+// Owns reports whether node claims job at once among nodes, live, those
+// named in full at their run limit.
+func Owns(job, node string, nodes []string, full ...string) bool {
+	ms := make([]member, len(nodes))
+	for i, n := range nodes {
+		ms[i] = member{name: n, full: slices.Contains(full, n)}
+	}
+	return owns(job, node, ms)
+}

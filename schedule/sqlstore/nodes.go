@@ -143,19 +143,39 @@ func (s *Store) view() []member {
 
 // Owns reports whether the Store is to claim the slots of job at once
 // (schedule.Sharer): job's owner, of the live nodes, is this Store, or it
-// was at its run limit at its heartbeat, or the Store knows no live
-// nodes. Each job has one owner, chosen by rendezvous hashing of its name
-// and the nodes' names, so that a node that comes or goes moves only its
-// share of the jobs. The other nodes claim a slot only after a hand-off
-// delay, if it is still unclaimed: two nodes that see different nodes for
-// a while both claim at once, and the claim still runs each slot once.
+// was at its run limit at its heartbeat and this Store was not, or the
+// Store knows no live nodes. Each job has one owner, chosen by rendezvous
+// hashing of its name and the nodes' names, so that a node that comes or
+// goes moves only its share of the jobs. The other nodes claim a slot
+// only after a hand-off delay, if it is still unclaimed: two nodes that
+// see different nodes for a while both claim at once, and the claim still
+// runs each slot once. In a herd that fills every node's run limit, each
+// node keeps to its own share.
 func (s *Store) Owns(job string) bool {
 	s.mustBeMade()
 	if s.opts.race {
 		return true
 	}
-	owner, full := ownerOf(job, s.view())
-	return owner == "" || owner == s.opts.node || full
+	return owns(job, s.opts.node, s.view())
+}
+
+// owns reports whether node is to claim the slots of job at once among
+// the live nodes of view (Owns): it owns job, or the owner was at its run
+// limit and node was not, or view is empty.
+func owns(job, node string, view []member) bool {
+	owner, full := ownerOf(job, view)
+	if owner == "" || owner == node {
+		return true
+	}
+	if !full {
+		return false
+	}
+	for _, m := range view {
+		if m.name == node {
+			return !m.full
+		}
+	}
+	return true // not among them: it has not sent its heartbeat yet
 }
 
 // Sharing returns the names of the live nodes the Store shares its jobs

@@ -63,6 +63,26 @@ func TestOwnersByRendezvous(t *testing.T) {
 	assert.Less(t, longest, int(math.Log2(1000))+4)
 }
 
+// A node claims at once the slots of the jobs it owns, and those of an
+// owner at its run limit, unless it is at its own: in a herd that fills
+// every node's limit, each keeps to its share rather than race the others
+// for theirs. A Store that knows no nodes claims every slot at once.
+func TestOwnsWhenFull(t *testing.T) {
+	nodes := []string{"a", "b", "c"}
+	for i := range 300 {
+		job := fmt.Sprint("j", i)
+		owner := sqlstore.OwnerOf(job, nodes)
+		for _, n := range nodes {
+			mine := n == owner
+			assert.Equal(t, mine, sqlstore.Owns(job, n, nodes), "%s on %s, none full", job, n)
+			assert.Equal(t, true, sqlstore.Owns(job, n, nodes, owner), "%s on %s, its owner full", job, n)
+			assert.Equal(t, mine, sqlstore.Owns(job, n, nodes, nodes...), "%s on %s, all full", job, n)
+			assert.Equal(t, mine, sqlstore.Owns(job, n, nodes, n), "%s on %s, only %s full", job, n, n)
+		}
+	}
+	assert.True(t, sqlstore.Owns("j", "a", nil), "no nodes known")
+}
+
 // Each Store that sends heartbeats is a node: Nodes lists it with its
 // runs in flight and limit, live while its heartbeat is less than a lease
 // old; the Stores agree on each job's owner among the live ones, and a
