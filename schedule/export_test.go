@@ -68,3 +68,18 @@ func Configs() int {
 	defer configs.mu.Unlock()
 	return len(configs.m)
 }
+
+// Held counts the holds of slots the RunLimit keeps for their owners.
+func (l *RunLimit) Held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held)
+}
+
+// Active reports whether the job has made its state of a started job
+// (active): it has handed a slot, or needed a store.
+func (j *Job) Active() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.x != nil
+}

@@ -26,31 +26,82 @@ const handOffBatch = 10 * time.Millisecond
 // be made at once. holdLocked has checked that p is a Scheduled slot
 // neither claimed nor handed yet. The caller holds j.mu.
 func (j *Job) handOffAt(p *pending) (at, last, far time.Time) {
-	if p.run.Due.IsZero() || j.cfg.grace/4 <= 0 {
+	wait, reach, ok := j.handOffWaitLocked(p.run.Due)
+	if !ok {
 		return time.Time{}, time.Time{}, time.Time{}
-	}
-	s, ok := inner(j.cfg.shared).(Sharer)
-	if !ok || s.Owns(j.name) {
-		return time.Time{}, time.Time{}, time.Time{}
-	}
-	wait, reach := j.cfg.grace, s.Lease()
-	if n := next(j.sched, p.run.Due); !n.IsZero() {
-		wait = min(wait, n.Sub(p.run.Due))
-		reach = min(reach, n.Sub(p.run.Due))
-	}
-	if wait/4 <= 0 {
-		return time.Time{}, time.Time{}, time.Time{}
-	}
-	if j.cfg.misfire == MisfireSkip {
-		reach = 0
 	}
 	due := j.plannedLocked(j.sched, p.run.Due)
 	return due.Add(wait / 4), due.Add(wait / 2), due.Add(max(wait, reach) / 2)
 }
 
+// handOffWaitLocked returns the waits of handOffAt for the slot due, and
+// whether its claim is handed off at all: the job has a RunLimit and a
+// Sharer that says another node owns it, and a grace period, and time to
+// its next slot, of 4ns at least. The caller holds j.mu.
+func (j *Job) handOffWaitLocked(due time.Time) (wait, reach time.Duration, ok bool) {
+	if due.IsZero() || j.cfg.limit == nil || j.cfg.grace/4 <= 0 {
+		return 0, 0, false
+	}
+	s, ok := inner(j.cfg.shared).(Sharer)
+	if !ok || s.Owns(j.name) {
+		return 0, 0, false
+	}
+	wait, reach = j.cfg.grace, s.Lease()
+	if n := next(j.sched, due); !n.IsZero() {
+		wait = min(wait, n.Sub(due))
+		reach = min(reach, n.Sub(due))
+	}
+	if wait/4 <= 0 {
+		return 0, 0, false
+	}
+	if j.cfg.misfire == MisfireSkip {
+		reach = 0
+	}
+	return wait, reach, true
+}
+
+// deferredLocked reports whether the job's next slot, due by now, is
+// handed off to its owner (handOffWaitLocked) and its hand-off is not over
+// yet: the job's wake leaves it until then (wakeAtLocked), so that a node
+// spends nothing on the slots of a herd that others own while their
+// owners claim them. The caller holds j.mu.
+func (j *Job) deferredLocked(now time.Time) bool {
+	at, ok := j.handOffWakeLocked()
+	return ok && now.Before(at) && !now.Before(j.plannedLocked(j.sched, j.next))
+}
+
+// handOffWakeLocked returns when the hand-off of the job's next slot is
+// over, and whether it is handed off. The caller holds j.mu.
+func (j *Job) handOffWakeLocked() (time.Time, bool) {
+	if j.state != jobStarted || j.paused() || j.next.IsZero() {
+		return time.Time{}, false
+	}
+	wait, _, ok := j.handOffWaitLocked(j.next)
+	if !ok {
+		return time.Time{}, false
+	}
+	return j.plannedLocked(j.sched, j.next).Add(wait / 4), true
+}
+
+// wakeAtLocked returns when the job's timer is to wake it, by the wall
+// clock at now: at its next slot's planned start, or, once that has
+// passed, at the end of the slot's hand-off if another node owns it
+// (deferredLocked). The caller holds j.mu.
+func (j *Job) wakeAtLocked(now time.Time) time.Time {
+	at := j.plannedLocked(j.sched, j.next)
+	if now.Before(at) {
+		return at
+	}
+	if end, ok := j.handOffWakeLocked(); ok && now.Before(end) {
+		return end
+	}
+	return at
+}
+
 // holdLocked hands runs, slots of the job that fell due together, to the
 // job's owner, if the job has a RunLimit and its store is a Sharer that
-// says another node owns it: the RunLimit holds them, with no runner and
+// says another node owns it, and they are Scheduled, or catch-ups (a wake
+// made late by a busy machine: a herd) whose hand-off may still wait: the RunLimit holds them, with no runner and
 // no goroutine, until their hand-off is over (handOff), and they are not
 // in flight to the overlap policy meanwhile. It reports whether it held
 // them. The caller holds j.mu.
@@ -59,13 +110,15 @@ func (j *Job) holdLocked(x *active, runs []pending) bool {
 	if l == nil || j.cfg.shared == nil || len(runs) == 0 {
 		return false
 	}
+	late := false
 	for _, p := range runs {
-		if p.run.Reason != Scheduled || p.claim != nil || p.handed || p.inline {
+		if p.run.Reason != Scheduled && p.run.Reason != CatchUp || p.claim != nil || p.handed || p.inline {
 			return false
 		}
+		late = late || p.run.Reason == CatchUp
 	}
 	at, last, far := j.handOffAt(&runs[0])
-	if at.IsZero() {
+	if at.IsZero() || late && !time.Now().Before(far) {
 		return false
 	}
 	w := &waiting{work: work{j: j, batch: slices.Clone(runs)}, hold: true, at: at, last: last, far: far, due: runs[0].run.Due}
@@ -216,7 +269,9 @@ func (j *Job) dropHoldsLocked() {
 // owner is live and not at its limit, and at now the slot is not yet at
 // the last of its wait (handOffAt), or, if this look found others of the
 // slots of the same owner held with it claimed (by the owner, most
-// likely: a herd it is still claiming), not yet at far. The waits grow
+// likely: a herd it is still claiming), or, no look having found one so
+// far, herdHolds of them unclaimed (a herd it has not begun), not yet at
+// far. The waits grow
 // with the time since the due time, so that a herd of a few seconds costs
 // a few looks. The caller holds the RunLimit's lock.
 func (w *waiting) again(now time.Time) bool {
@@ -260,7 +315,8 @@ func lookBudget(s Sharer) time.Duration {
 // have a record, in calls of lookPiece slots at most (a hold's slots in
 // one), and marks the holds all of whose slots do, and those of the same
 // owner as such a hold (progress: the record may be another node's, but
-// it is most likely the owner's). A call that fails, or takes longer than
+// it is most likely the owner's), or as herdHolds holds whose owner has
+// not begun. A call that fails, or takes longer than
 // a quarter of the store's lease (1s to 10s), marks none of its holds,
 // and the store is asked no more in this look, nor once the look has
 // taken lookBudget.
@@ -292,6 +348,7 @@ func claimedElsewhere(ws []*waiting) {
 		o, named := s.(owning)
 		owners := make([]string, len(a.ws))
 		progress := map[string]bool{}
+		waiting := map[string]int{} // holds asked whose owner had not begun, by owner
 		end := time.Now().Add(lookBudget(s))
 		for lo := 0; lo < len(a.ws); {
 			hi := lo + 1 // a piece: holds lo to hi, lookPiece slots at most, one hold at least
@@ -319,6 +376,9 @@ func claimedElsewhere(ws []*waiting) {
 				if named {
 					owners[i] = o.Owner(w.j.name)
 				}
+				if !w.begun {
+					waiting[owners[i]]++
+				}
 				if w.claimed {
 					progress[owners[i]] = true
 				}
@@ -326,10 +386,19 @@ func claimedElsewhere(ws []*waiting) {
 			lo = hi
 		}
 		for i, w := range a.ws {
-			w.progress = progress[owners[i]]
+			w.progress = progress[owners[i]] || !w.begun && waiting[owners[i]] >= herdHolds
+			w.begun = w.begun || progress[owners[i]]
 		}
 	}
 }
+
+// herdHolds is how many holds of one owner a look must find unclaimed, no
+// look having found one of them claimed yet, for it to take them for a
+// herd that the owner has not begun to claim: an owner busy with a herd
+// may not have sent its first claims when their hand-off is over, and
+// they wait for it as for an owner that claims them. Once a look has
+// found some of them claimed, each look must, for the rest to wait on.
+const herdHolds = 100
 
 // earliest returns the earlier of a and b.
 func earliest(a, b time.Time) time.Time {

@@ -160,7 +160,7 @@ func (j *Job) setTimerLocked(now time.Time) (refused any) {
 				j.next = time.Time{}
 			}
 		}()
-		j.timer = j.w.sched.AfterFunc(max(j.plannedLocked(j.sched, j.next).Sub(now), 0), func() { j.wake(gen) })
+		j.timer = j.w.sched.AfterFunc(max(j.wakeAtLocked(now).Sub(now), 0), func() { j.wake(gen) })
 	}
 	return nil
 }
@@ -219,7 +219,10 @@ func (j *Job) wake(gen uint64) {
 	}
 	j.gen++ // a second call of this callback does nothing
 	j.timer = nil
-	obs := j.handDueLocked(now, false)
+	var obs []Record
+	if !j.deferredLocked(now) {
+		obs = j.handDueLocked(now, false)
+	}
 	if len(obs) > 0 {
 		// The Observer may call the job: it runs without the lock, and
 		// the job is busy meanwhile, its timer left to this callback.

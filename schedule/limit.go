@@ -50,6 +50,7 @@ type waiting struct {
 	asked    bool // its store answered the latest Claimed
 	claimed  bool // and said its slots were claimed
 	progress bool // and that its owner claimed others held with it
+	begun    bool // a look found others held with it claimed: the owner began
 	at       time.Time
 	last     time.Time
 	far      time.Time

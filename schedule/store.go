@@ -201,32 +201,39 @@ type SharedStore interface {
 // A Sharer is a SharedStore whose nodes share the jobs rather than race
 // for every slot: each job has an owner among the nodes, which claims its
 // slots at once. A Job with a RunLimit on another node hands a slot that
-// falls due to the owner: the RunLimit holds it, with no runner and no
+// falls due to the owner: it wakes for the slot only once the slot's
+// hand-off is over, a quarter of the job's grace period (WithGrace) or of
+// the time to its next slot after the slot's planned start, whichever is
+// shorter, so that a herd the owner claims costs this node nothing
+// meanwhile. Then the RunLimit holds the slot, with no runner and no
 // goroutine, and it is not a run in flight of this node's to the overlap
-// policy (a RunNow starts at once). A hand-off later, a quarter of the
-// job's grace period (WithGrace) or of the time to its next slot,
-// whichever is shorter, the RunLimit asks the store which of the slots
-// held together are claimed (Claimed): those are the owner's, and end
-// without a claim or a record; the others, while their owner is live and
-// not at its limit, are held up to twice as long, asked about again, and,
-// but under MisfireSkip, up to half the store's lease or grace period,
-// whichever is longer (and half the time to the next slot at most), while
-// each look finds more of the slots of the same owner held with them
-// claimed (a herd the owner is still claiming; a Sharer with a method
-// Owner(job string) string, as Owns sees it, names each job's owner, else
-// its nodes count as one). Claimed does not say who claimed, so a slot of
-// a job the owner does not run, or of a dead owner whose other slots a
-// third node claims, may wait that long; then they go to the job's
-// overlap policy, as slots that have just fallen due,
-// and are claimed as usual, or Skipped if a newer run of the job was
-// handed meanwhile, unless it is under OverlapAllow. A job stopped or
-// paused meanwhile drops them without a record. Catch-ups, manual runs and
-// takeovers are claimed at once, and so are the slots that fall due with
-// catch-ups, and every slot of a job whose grace period is zero or that
-// has no RunLimit. The claim stays what runs each slot once: two nodes
-// that both take themselves for a job's owner, or neither, for a while,
-// only claim at the same time, or late. schedule/sqlstore's Store is a
-// Sharer (sqlstore.Store.Owns).
+// policy (a RunNow starts at once); and it asks the store which of the
+// slots held together are claimed (Claimed): those are the owner's, and
+// end without a claim or a record; the others, while their owner is live
+// and not at its limit, are held up to twice as long, asked about again,
+// and, but under MisfireSkip, up to half the store's lease or grace
+// period, whichever is longer (and half the time to the next slot at
+// most), while each look finds more of the slots of the same owner held
+// with them claimed (a herd the owner is still claiming; a Sharer with a
+// method Owner(job string) string, as Owns sees it, names each job's
+// owner, else its nodes count as one), or, until one does, while a look
+// finds 100 or more of them unclaimed (a herd the owner has not begun to
+// claim). Claimed does not say who claimed, so a slot of a job the owner
+// does not run, or of a dead owner whose other slots a third node
+// claims, may wait that long; then they go to the job's overlap policy,
+// as slots that have just fallen due, and are claimed as usual, or
+// Skipped if a newer run of the job was handed meanwhile, unless it is
+// under OverlapAllow. A job stopped or paused meanwhile drops them
+// without a record. A slot that a late wake (a busy machine) makes a
+// catch-up is handed off as well, while it may still wait; other
+// catch-ups, manual runs and takeovers are claimed at once, and so are
+// the slots that fall due with them, and every slot of a job whose grace
+// period is zero or that has no RunLimit. Ownership is read as the slot
+// falls due and again once its hand-off is over: a node that owns the
+// job by then claims it at once. The claim stays what runs each slot
+// once: two nodes that both take themselves for a job's owner, or
+// neither, for a while, only claim at the same time, or late.
+// schedule/sqlstore's Store is a Sharer (sqlstore.Store.Owns).
 type Sharer interface {
 	SharedStore
 	// Owns reports whether this node is to claim the slots of job at
