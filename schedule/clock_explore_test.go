@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,11 +19,13 @@ import (
 // RunNow calls, sleeps, and callbacks delivered at their time, early,
 // late, twice, or after their Stop; in half the seeds, Stop reports false
 // at random and stops nothing (the callback still comes, as a Scheduler
-// must). After every step it checks the clock's promises:
+// must); in a third, the job's store is a Sharer that owns the job or not,
+// changing at random. After every step it checks the clock's promises:
 //
 //   - the job has at most one timer whose callback is still to come;
 //   - on an honest Scheduler, a job with a next slot has one, due no later
-//     than the slot, and a job without has none;
+//     than the slot (or than its hand-off, on a Sharer), and a job without
+//     has none;
 //   - no slot is claimed twice, and no slot's run starts before its Due;
 //   - after Stop returns, no callback makes a claim, a record or a timer.
 
@@ -48,6 +51,37 @@ func (c *claims) total() int {
 		n += k
 	}
 	return n
+}
+
+// sharedClaims is claims as a Sharer whose Owns the explorer flips: a
+// job another node owns defers its wake to the end of the slot's hand-off
+// and holds the slot in its RunLimit, and the owner, here, never claims.
+type sharedClaims struct {
+	*claims
+	owns atomic.Bool
+}
+
+func (c *sharedClaims) ClaimRun(ctx context.Context, r schedule.Record, cc schedule.Concurrency) (time.Time, error) {
+	c.mu.Lock()
+	c.n[r.Due]++
+	c.mu.Unlock()
+	return c.MemoryStore.ClaimRun(ctx, r, cc)
+}
+
+func (c *sharedClaims) Owns(string) bool { return c.owns.Load() }
+
+func (c *sharedClaims) Claimed(ctx context.Context, rs []schedule.Record) ([]bool, error) {
+	out := make([]bool, len(rs))
+	for i, r := range rs {
+		h, err := c.History(ctx, r.Job, 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range h {
+			out[i] = out[i] || x.Due.Equal(r.Due)
+		}
+	}
+	return out, nil
 }
 
 // liar is held with a Stop that, when lie is set, reports false at random
@@ -102,6 +136,17 @@ func exploreBubble(seed uint64, steps int) string {
 	var mu sync.Mutex
 	var early []string
 	var records int
+	// In a third of the seeds the job's store is a Sharer, which owns the
+	// job or not at random at each step: the job's timer may then be due
+	// up to the hand-off (a quarter of the grace period) after the slot.
+	var shared *sharedClaims
+	opts := []schedule.Option{schedule.WithScheduler(s), schedule.WithStore(store)}
+	handOff := time.Duration(0)
+	if seed%3 == 2 {
+		shared = &sharedClaims{claims: store}
+		opts = []schedule.Option{schedule.WithScheduler(s), schedule.WithStore(shared), schedule.WithRunLimit(schedule.NewRunLimit(4))}
+		handOff = time.Second / 4
+	}
 	j := schedule.NewJob("j", schedule.Every(time.Second), func(_ context.Context, run schedule.Run) error {
 		if now := time.Now(); now.Before(run.Due) && run.Reason != schedule.Manual { // a Manual Due may be a nanosecond ahead
 			mu.Lock()
@@ -109,11 +154,11 @@ func exploreBubble(seed uint64, steps int) string {
 			mu.Unlock()
 		}
 		return nil
-	}, schedule.WithScheduler(s), schedule.WithStore(store), schedule.WithObserver(func(schedule.Record) {
+	}, append(opts, schedule.WithObserver(func(schedule.Record) {
 		mu.Lock()
 		records++
 		mu.Unlock()
-	}))
+	}))...)
 	if err := j.Start(context.Background()); err != nil {
 		return err.Error()
 	}
@@ -142,7 +187,7 @@ func exploreBubble(seed uint64, steps int) string {
 			return "a timer pending with no next slot"
 		case !next.IsZero() && len(p) == 0:
 			return fmt.Sprintf("no timer pending for the next slot %s", since(next))
-		case !next.IsZero() && p[0].at.After(next) && p[0].d > 0: // a slot due by the arming: at once
+		case !next.IsZero() && p[0].at.After(next.Add(handOff)) && p[0].d > 0: // a slot due by the arming: at once
 			return fmt.Sprintf("the timer is due at %s, after the next slot %s", since(p[0].at), since(next))
 		}
 		return ""
@@ -189,6 +234,11 @@ func exploreBubble(seed uint64, steps int) string {
 			d := time.Duration(r.IntN(1500)) * time.Millisecond
 			log = append(log, fmt.Sprint("sleep ", d))
 			time.Sleep(d)
+			if shared != nil {
+				owns := r.IntN(2) == 0
+				log = append(log, fmt.Sprint("owns ", owns))
+				shared.owns.Store(owns)
+			}
 		default:
 			deliver(false)
 		}

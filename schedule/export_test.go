@@ -19,6 +19,7 @@ func Watches() int {
 var Mutants = map[string]uint8{
 	"wake ignores the generation":           mutantNoGeneration,
 	"a timer whose Stop failed is replaced": mutantArmOverBusy,
+	"a deferred wake arms no timer":         mutantDeferNoArm,
 }
 
 // ClusterMutants are the mistakes the tests of jobs across replicas must

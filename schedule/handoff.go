@@ -23,8 +23,8 @@ const handOffBatch = 10 * time.Millisecond
 // later, but last under MisfireSkip, whose slots must start within the
 // grace period; and never more than a quarter, half and half of the time
 // to the job's next slot. It returns the zero times if the claim is to
-// be made at once. holdLocked has checked that p is a Scheduled slot
-// neither claimed nor handed yet. The caller holds j.mu.
+// be made at once. holdLocked has checked that p is a Scheduled slot, or
+// a catch-up, neither claimed nor handed yet. The caller holds j.mu.
 func (j *Job) handOffAt(p *pending) (at, last, far time.Time) {
 	wait, reach, ok := j.handOffWaitLocked(p.run.Due)
 	if !ok {
@@ -63,8 +63,11 @@ func (j *Job) handOffWaitLocked(due time.Time) (wait, reach time.Duration, ok bo
 // deferredLocked reports whether the job's next slot, due by now, is
 // handed off to its owner (handOffWaitLocked) and its hand-off is not over
 // yet: the job's wake leaves it until then (wakeAtLocked), so that a node
-// spends nothing on the slots of a herd that others own while their
-// owners claim them. The caller holds j.mu.
+// spends nothing but a wake on the slots of a herd that others own while
+// their owners claim them. A slot under MisfireSkip is not deferred: it is
+// late, and Missed, a grace period after its planned start, and a wake
+// deferred past that would record it Missed where its owner may yet run
+// it. The caller holds j.mu.
 func (j *Job) deferredLocked(now time.Time) bool {
 	at, ok := j.handOffWakeLocked()
 	return ok && now.Before(at) && !now.Before(j.plannedLocked(j.sched, j.next))
@@ -73,7 +76,7 @@ func (j *Job) deferredLocked(now time.Time) bool {
 // handOffWakeLocked returns when the hand-off of the job's next slot is
 // over, and whether it is handed off. The caller holds j.mu.
 func (j *Job) handOffWakeLocked() (time.Time, bool) {
-	if j.state != jobStarted || j.paused() || j.next.IsZero() {
+	if j.state != jobStarted || j.paused() || j.next.IsZero() || j.cfg.misfire == MisfireSkip {
 		return time.Time{}, false
 	}
 	wait, _, ok := j.handOffWaitLocked(j.next)
@@ -101,9 +104,10 @@ func (j *Job) wakeAtLocked(now time.Time) time.Time {
 // holdLocked hands runs, slots of the job that fell due together, to the
 // job's owner, if the job has a RunLimit and its store is a Sharer that
 // says another node owns it, and they are Scheduled, or catch-ups (a wake
-// made late by a busy machine: a herd) whose hand-off may still wait: the RunLimit holds them, with no runner and
-// no goroutine, until their hand-off is over (handOff), and they are not
-// in flight to the overlap policy meanwhile. It reports whether it held
+// made late by a busy machine: a herd) whose hand-off may still wait (it
+// is not yet far): the RunLimit holds them, with no runner and no
+// goroutine, until their hand-off is over (handOff), and they are not in
+// flight to the overlap policy meanwhile. It reports whether it held
 // them. The caller holds j.mu.
 func (j *Job) holdLocked(x *active, runs []pending) bool {
 	l := j.cfg.limit
@@ -266,20 +270,25 @@ func (j *Job) dropHoldsLocked() {
 
 // again reports whether w, a hold whose slot its store reported
 // unclaimed, waits for its owner once more, with w.at set to when: the
-// owner is live and not at its limit, and at now the slot is not yet at
+// owner is live and takes the slot (Owns), and at now the slot is not yet at
 // the last of its wait (handOffAt), or, if this look found others of the
 // slots of the same owner held with it claimed (by the owner, most
-// likely: a herd it is still claiming), or, no look having found one so
-// far, herdHolds of them unclaimed (a herd it has not begun), not yet at
-// far. The waits grow
+// likely: a herd it is still claiming), not yet at far, or, no look
+// having found one so far, if it found herdHolds of them unclaimed (a herd
+// the owner has not begun), not yet a quarter of the way from last to
+// far (so that a dead owner's herd waits that long, not until far). The
+// owner being at its limit is the Sharer's to say (Owns). The waits grow
 // with the time since the due time, so that a herd of a few seconds costs
 // a few looks. The caller holds the RunLimit's lock.
 func (w *waiting) again(now time.Time) bool {
 	j := w.j
 	s, ok := inner(j.cfg.shared).(Sharer)
 	end := w.last
-	if w.progress {
+	switch {
+	case w.progress:
 		end = w.far
+	case w.unbegun:
+		end = w.last.Add(w.far.Sub(w.last) / 4)
 	}
 	if !ok || !w.asked || !now.Before(end) || s.Owns(j.name) {
 		return false
@@ -315,8 +324,8 @@ func lookBudget(s Sharer) time.Duration {
 // have a record, in calls of lookPiece slots at most (a hold's slots in
 // one), and marks the holds all of whose slots do, and those of the same
 // owner as such a hold (progress: the record may be another node's, but
-// it is most likely the owner's), or as herdHolds holds whose owner has
-// not begun. A call that fails, or takes longer than
+// it is most likely the owner's), and, as unbegun, herdHolds holds or
+// more of one owner that no look has found claiming them. A call that fails, or takes longer than
 // a quarter of the store's lease (1s to 10s), marks none of its holds,
 // and the store is asked no more in this look, nor once the look has
 // taken lookBudget.
@@ -328,7 +337,7 @@ func claimedElsewhere(ws []*waiting) {
 	}
 	by := map[Sharer]*asked{}
 	for _, w := range ws {
-		w.asked, w.claimed, w.progress = false, false, false
+		w.asked, w.claimed, w.progress, w.unbegun = false, false, false, false
 		s, ok := inner(w.j.cfg.shared).(Sharer)
 		if !ok || !isKey(s) {
 			continue
@@ -348,7 +357,7 @@ func claimedElsewhere(ws []*waiting) {
 		o, named := s.(owning)
 		owners := make([]string, len(a.ws))
 		progress := map[string]bool{}
-		waiting := map[string]int{} // holds asked whose owner had not begun, by owner
+		unbegun := map[string]int{} // holds asked whose owner had not begun, by owner
 		end := time.Now().Add(lookBudget(s))
 		for lo := 0; lo < len(a.ws); {
 			hi := lo + 1 // a piece: holds lo to hi, lookPiece slots at most, one hold at least
@@ -377,7 +386,7 @@ func claimedElsewhere(ws []*waiting) {
 					owners[i] = o.Owner(w.j.name)
 				}
 				if !w.begun {
-					waiting[owners[i]]++
+					unbegun[owners[i]]++
 				}
 				if w.claimed {
 					progress[owners[i]] = true
@@ -386,8 +395,9 @@ func claimedElsewhere(ws []*waiting) {
 			lo = hi
 		}
 		for i, w := range a.ws {
-			w.progress = progress[owners[i]] || !w.begun && waiting[owners[i]] >= herdHolds
-			w.begun = w.begun || progress[owners[i]]
+			w.progress = progress[owners[i]]
+			w.unbegun = !w.begun && unbegun[owners[i]] >= herdHolds
+			w.begun = w.begun || w.progress
 		}
 	}
 }
@@ -396,8 +406,9 @@ func claimedElsewhere(ws []*waiting) {
 // look having found one of them claimed yet, for it to take them for a
 // herd that the owner has not begun to claim: an owner busy with a herd
 // may not have sent its first claims when their hand-off is over, and
-// they wait for it as for an owner that claims them. Once a look has
-// found some of them claimed, each look must, for the rest to wait on.
+// they wait for it (again), a quarter as long as for an owner that claims
+// them. Once a look has found some of them claimed, each look must, for
+// the rest to wait on.
 const herdHolds = 100
 
 // earliest returns the earlier of a and b.

@@ -19,15 +19,15 @@ import (
 // makes no state for them and asks the store nothing, so that a herd
 // costs it nothing while the owner claims it. Here no owner claims: a job
 // whose owner is gone by its due time is claimed then; one whose owner
-// goes during the hand-off is claimed as it ends; the others, among them
-// one this node owned when it started, are claimed once their wait for
-// the owner is over.
+// goes during the hand-off is claimed as it ends; the others are claimed
+// once their wait for the owner is over (the Sharer has no lease, so that
+// wait is half the grace period, herd or not).
 func TestHandOffDefersTheWake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 300
 		t0 := time.Now()
 		var mu sync.Mutex
-		gone := map[string]bool{"j2": true} // the jobs this node owns: their owner is gone
+		gone := map[string]bool{} // the jobs this node owns: their owner is gone
 		s := &sharer{MemoryStore: schedule.NewMemoryStore(1000), owns: func(job string) bool { return gone[job] }}
 		limit := schedule.NewRunLimit(4096)
 		ran := map[string]time.Duration{}
@@ -44,8 +44,7 @@ func TestHandOffDefersTheWake(t *testing.T) {
 			jobs = append(jobs, j)
 		}
 		s.mu.Lock()
-		gone["j0"] = true  // before the due time: claimed at once
-		delete(gone, "j2") // its owner came back before the due time
+		gone["j0"] = true // before the due time: claimed at once
 		s.mu.Unlock()
 		time.Sleep(time.Minute + 100*time.Millisecond)
 		synctest.Wait()
@@ -83,11 +82,17 @@ func TestHandOffDefersTheWake(t *testing.T) {
 // claimed yet: the owner is slow to begin (its first claim takes 600ms,
 // past the half grace period a live owner gets). It waits while the owner
 // claims them, and claims none. A smaller herd (99) gets no such wait:
-// the other node claims it half the grace period late. Every slot runs
-// once.
+// the other node claims it half the grace period late. An owner that
+// never begins (dead, and not yet seen so) is waited for a quarter of the
+// way from there to half the lease (500ms + 4.5s/4), not until then.
+// Every slot runs once.
 func TestHandOffWaitsForAHerdItsOwnerHasNotBegun(t *testing.T) {
-	for _, n := range []int{99, 100} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		dead bool
+	}{{99, false}, {100, false}, {100, true}} {
+		n := c.n
+		t.Run(fmt.Sprint(n, " dead=", c.dead), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				mem := schedule.NewMemoryStore(100)
 				ownerOf := func(string) string { return "owner" }
@@ -105,14 +110,20 @@ func TestHandOffWaitsForAHerdItsOwnerHasNotBegun(t *testing.T) {
 				due := time.Now().Add(time.Minute)
 				var mu sync.Mutex
 				runs := map[string]int{}
+				late := time.Duration(0)
 				var jobs []*schedule.Job
-				for _, s := range []*sharer{owner, other} {
+				nodes := []*sharer{owner, other}
+				if c.dead {
+					nodes = nodes[1:] // the owner runs nothing
+				}
+				for _, s := range nodes {
 					limit := schedule.NewRunLimit(4096)
 					for i := range n {
 						name := fmt.Sprint("j", i)
-						jobs = append(jobs, schedule.NewJob(name, schedule.Once(due), func(context.Context, schedule.Run) error {
+						jobs = append(jobs, schedule.NewJob(name, schedule.Once(due), func(_ context.Context, r schedule.Run) error {
 							mu.Lock()
 							runs[name]++
+							late = max(late, time.Since(r.Due))
 							mu.Unlock()
 							return nil
 						}, schedule.WithStore(s), schedule.WithRunLimit(limit)))
@@ -123,6 +134,18 @@ func TestHandOffWaitsForAHerdItsOwnerHasNotBegun(t *testing.T) {
 				}
 				time.Sleep(time.Minute + 3*time.Second)
 				synctest.Wait()
+				if c.dead {
+					for _, j := range jobs {
+						stop(t, j)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					assert.Len(t, runs, n, "slots run")
+					assert.Equal(t, n, other.claims, "the other node's claims")
+					assert.Greater(t, late, 1500*time.Millisecond, "the last start: the wait for a herd not begun")
+					assert.Less(t, late, 1700*time.Millisecond, "the last start: no longer than that wait")
+					return
+				}
 				for _, j := range jobs {
 					stop(t, j)
 				}

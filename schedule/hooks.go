@@ -24,4 +24,5 @@ const (
 	mutantArmOverBusy        // a timer whose Stop reports false is replaced, not left to its callback
 	mutantLocalOverlap       // a claim asks nothing of the job's runs on other nodes: the overlap policy per process
 	mutantNoRelease          // Stop and Shutdown record the runs they cut short Canceled, not Released
+	mutantDeferNoArm         // a wake that defers a slot to the end of its hand-off arms no timer
 )

@@ -125,7 +125,8 @@ func (j *Job) armedLocked() bool {
 func (j *Job) paused() bool { return j.flags&jobPaused != 0 }
 
 // setTimerLocked arms the job's timer for its next slot, by the wall
-// clock at now, if armedLocked, and disarms it otherwise. The latest call
+// clock at now (for the end of its hand-off once it is due, if another
+// node owns it: wakeAtLocked), if armedLocked, and disarms it otherwise. The latest call
 // wins. A timer whose callback has started (or, its Stop reporting false,
 // will start) is not replaced: that callback arms the timer as it ends,
 // so that the job never has two.
@@ -153,6 +154,7 @@ func (j *Job) setTimerLocked(now time.Time) (refused any) {
 		j.gen++
 	}
 	if j.armedLocked() {
+		d := max(j.wakeAtLocked(now).Sub(now), 0) // before the recover: a Sharer's panic is not the Scheduler's refusal
 		j.gen++
 		gen := j.gen
 		defer func() {
@@ -160,7 +162,7 @@ func (j *Job) setTimerLocked(now time.Time) (refused any) {
 				j.next = time.Time{}
 			}
 		}()
-		j.timer = j.w.sched.AfterFunc(max(j.wakeAtLocked(now).Sub(now), 0), func() { j.wake(gen) })
+		j.timer = j.w.sched.AfterFunc(d, func() { j.wake(gen) })
 	}
 	return nil
 }
@@ -187,7 +189,8 @@ func (j *Job) resync() {
 // Next returns the due time of the job's next slot, or the zero Time if
 // there is none: before Start, after Stop, while paused, and once the
 // Schedule has no time left. With WithJitter, the slot starts at
-// Planned(Next()).
+// Planned(Next()). On a Sharer whose slot another node owns, Next is the
+// slot being handed off until its hand-off is over (see Sharer).
 func (j *Job) Next() time.Time {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -209,7 +212,8 @@ var (
 // the slots that fell due to runners, and arms the timer for the next. It
 // never runs the job's Func itself. A wake before the next slot (the timer
 // was replaced after its callback started, or the wall clock was set back)
-// only arms the timer again.
+// only arms the timer again, and so does a wake during the hand-off of a
+// slot another node owns (deferredLocked), for the end of it.
 func (j *Job) wake(gen uint64) {
 	now := time.Now().Round(0)
 	j.mu.Lock()
@@ -222,6 +226,9 @@ func (j *Job) wake(gen uint64) {
 	var obs []Record
 	if !j.deferredLocked(now) {
 		obs = j.handDueLocked(now, false)
+	} else if testMutant == mutantDeferNoArm {
+		j.mu.Unlock()
+		return
 	}
 	if len(obs) > 0 {
 		// The Observer may call the job: it runs without the lock, and

@@ -50,6 +50,7 @@ type waiting struct {
 	asked    bool // its store answered the latest Claimed
 	claimed  bool // and said its slots were claimed
 	progress bool // and that its owner claimed others held with it
+	unbegun  bool // and that herdHolds of its owner's, none of them found claimed before, were not
 	begun    bool // a look found others held with it claimed: the owner began
 	at       time.Time
 	last     time.Time

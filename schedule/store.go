@@ -201,44 +201,47 @@ type SharedStore interface {
 // A Sharer is a SharedStore whose nodes share the jobs rather than race
 // for every slot: each job has an owner among the nodes, which claims its
 // slots at once. A Job with a RunLimit on another node hands a slot that
-// falls due to the owner: it wakes for the slot only once the slot's
-// hand-off is over, a quarter of the job's grace period (WithGrace) or of
-// the time to its next slot after the slot's planned start, whichever is
-// shorter, so that a herd the owner claims costs this node nothing
-// meanwhile. Then the RunLimit holds the slot, with no runner and no
-// goroutine, and it is not a run in flight of this node's to the overlap
-// policy (a RunNow starts at once); and it asks the store which of the
-// slots held together are claimed (Claimed): those are the owner's, and
-// end without a claim or a record; the others, while their owner is live
-// and not at its limit, are held up to twice as long, asked about again,
-// and, but under MisfireSkip, up to half the store's lease or grace
-// period, whichever is longer (and half the time to the next slot at
-// most), while each look finds more of the slots of the same owner held
-// with them claimed (a herd the owner is still claiming; a Sharer with a
-// method Owner(job string) string, as Owns sees it, names each job's
-// owner, else its nodes count as one), or, until one does, while a look
-// finds 100 or more of them unclaimed (a herd the owner has not begun to
-// claim). Claimed does not say who claimed, so a slot of a job the owner
-// does not run, or of a dead owner whose other slots a third node
-// claims, may wait that long; then they go to the job's overlap policy,
-// as slots that have just fallen due, and are claimed as usual, or
-// Skipped if a newer run of the job was handed meanwhile, unless it is
+// falls due to the owner. Its timer wakes at the slot's planned start only
+// to read the owner (Owns) and arm itself again for the end of the slot's
+// hand-off, a quarter of the job's grace period (WithGrace) or of the time
+// to its next slot after the planned start, whichever is shorter (under
+// MisfireSkip it handles the slot at once), so that a herd the owner
+// claims costs this node a wake a job meanwhile, and nothing held. Then
+// the RunLimit holds the slot, with no runner and no goroutine, and it is
+// not a run in flight of this node's to the overlap policy (a RunNow
+// starts at once); and it asks the store which of the slots held together
+// are claimed (Claimed): those are the owner's, and end without a claim or
+// a record; the others, while the Sharer leaves them to their owner (Owns
+// false), are held up to twice as long, asked about again, and, but under
+// MisfireSkip, up to half the store's lease or grace period, whichever is
+// longer (and half the time to the next slot at most), while each look
+// finds more of the slots of the same owner held with them claimed (a
+// herd the owner is still claiming; a Sharer with a method Owner(job
+// string) string, as Owns sees it, names each job's owner, else its nodes
+// count as one), or, until one does, a quarter of the way there while a
+// look finds 100 or more of them unclaimed (a herd the owner has not
+// begun to claim). Claimed does not say who claimed, so a slot of a job
+// the owner does not run, or of a dead owner whose other slots a third
+// node claims, may wait that long; then they go to the job's overlap
+// policy, as slots that have just fallen due, and are claimed as usual,
+// or Skipped if a newer run of the job was handed meanwhile, unless it is
 // under OverlapAllow. A job stopped or paused meanwhile drops them
-// without a record. A slot that a late wake (a busy machine) makes a
-// catch-up is handed off as well, while it may still wait; other
-// catch-ups, manual runs and takeovers are claimed at once, and so are
-// the slots that fall due with them, and every slot of a job whose grace
-// period is zero or that has no RunLimit. Ownership is read as the slot
-// falls due and again once its hand-off is over: a node that owns the
-// job by then claims it at once. The claim stays what runs each slot
-// once: two nodes that both take themselves for a job's owner, or
-// neither, for a while, only claim at the same time, or late.
-// schedule/sqlstore's Store is a Sharer (sqlstore.Store.Owns).
+// without a record. A catch-up (a wake made late by a busy machine) is
+// handed off as well while it may still wait that long; older catch-ups,
+// manual runs and takeovers are claimed at once, and so are the slots
+// that fall due with them, and every slot of a job whose grace period is
+// zero or that has no RunLimit. Ownership is read as the slot falls due
+// and again once its hand-off is over: a node that owns the job by then
+// claims it at once. The claim stays what runs each slot once: two nodes
+// that both take themselves for a job's owner, or neither, for a while,
+// only claim at the same time, or late. schedule/sqlstore's Store is a
+// Sharer (sqlstore.Store.Owns).
 type Sharer interface {
 	SharedStore
 	// Owns reports whether this node is to claim the slots of job at
-	// once: it owns job, or the owner cannot take the slot now (it is at
-	// its limit of runs in flight), or the store does not know. It is
+	// once: it owns job, or the owner cannot take the slot now and this
+	// node can (the owner is at its limit of runs in flight and this node
+	// is not), or the store does not know. It is
 	// called with the job's lock or the RunLimit's held: it must not
 	// block, nor call a Job or a RunLimit.
 	Owns(job string) bool
