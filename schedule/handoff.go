@@ -270,8 +270,8 @@ func (j *Job) dropHoldsLocked() {
 
 // again reports whether w, a hold whose slot its store reported
 // unclaimed, waits for its owner once more, with w.at set to when: the
-// owner is live and takes the slot (Owns), and at now the slot is not yet at
-// the last of its wait (handOffAt), or, if this look found others of the
+// owner is live and takes the slot (Owns), and at now the slot is not yet
+// at the last of its wait (handOffAt), or, if this look found others of the
 // slots of the same owner held with it claimed (by the owner, most
 // likely: a herd it is still claiming), not yet at far, or, no look
 // having found one so far, if it found herdHolds of them unclaimed (a herd
@@ -325,10 +325,10 @@ func lookBudget(s Sharer) time.Duration {
 // one), and marks the holds all of whose slots do, and those of the same
 // owner as such a hold (progress: the record may be another node's, but
 // it is most likely the owner's), and, as unbegun, herdHolds holds or
-// more of one owner that no look has found claiming them. A call that fails, or takes longer than
-// a quarter of the store's lease (1s to 10s), marks none of its holds,
-// and the store is asked no more in this look, nor once the look has
-// taken lookBudget.
+// more of one owner that no look has found claiming them. A call that
+// fails, or takes longer than a quarter of the store's lease (1s to 10s),
+// marks none of its holds, and the store is asked no more in this look,
+// nor once the look has taken lookBudget.
 func claimedElsewhere(ws []*waiting) {
 	type asked struct {
 		ws []*waiting

@@ -126,10 +126,10 @@ func (j *Job) paused() bool { return j.flags&jobPaused != 0 }
 
 // setTimerLocked arms the job's timer for its next slot, by the wall
 // clock at now (for the end of its hand-off once it is due, if another
-// node owns it: wakeAtLocked), if armedLocked, and disarms it otherwise. The latest call
-// wins. A timer whose callback has started (or, its Stop reporting false,
-// will start) is not replaced: that callback arms the timer as it ends,
-// so that the job never has two.
+// node owns it: wakeAtLocked), if armedLocked, and disarms it otherwise.
+// The latest call wins. A timer whose callback has started (or, its Stop
+// reporting false, will start) is not replaced: that callback arms the
+// timer as it ends, so that the job never has two.
 //
 // Each arming has its own gen, and a callback that is not the current
 // arming's, or comes a second time, does nothing: a Scheduler that calls
