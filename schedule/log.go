@@ -133,9 +133,11 @@ const outageQuiet = time.Minute
 // for slog.Default()). A store that is a pointer is named by its ident,
 // its type and address, which do not keep it alive: a store dropped is
 // collected, whatever its outages (another made at its address later
-// shares their pace of lines, no more).
+// shares their pace of lines, no more). Another store is itself, or
+// notComparable{}.
 type outageKey struct {
-	store any
+	id    ident
+	store any // nil when id names the store
 	log   *slog.Logger
 }
 
@@ -144,9 +146,27 @@ type outageKey struct {
 type notComparable struct{}
 
 var (
-	outages     sync.Map     // outageKey -> *outage, made at a store's first failure
+	// The outages, each made at its store's first failure. A map under a
+	// mutex, not a sync.Map, whose keys are interfaces: a look-up boxes
+	// no key, so that an answer of a store costs no allocation while
+	// another store is down.
+	outagesMu   sync.Mutex
+	outages     = map[outageKey]*outage{}
 	outagesDown atomic.Int32 // the outages under way: while zero, an answer looks nothing up
 )
+
+// outageOf returns the outage of k, made if need be when create is true, or
+// nil.
+func outageOf(k outageKey, create bool) *outage {
+	outagesMu.Lock()
+	defer outagesMu.Unlock()
+	o := outages[k]
+	if o == nil && create {
+		o = new(outage)
+		outages[k] = o
+	}
+	return o
+}
 
 // key returns the outageKey of the jobs of c on s.
 func (c *config) outageKey(s Store) outageKey {
@@ -159,7 +179,7 @@ func (c *config) outageKey(s Store) outageKey {
 	}
 	k := outageKey{store: s, log: c.log}
 	if id, ok := identOf(s); ok {
-		k.store = id
+		k.id, k.store = id, nil
 	} else if !isKey(s) {
 		k.store = notComparable{}
 	}
@@ -195,12 +215,7 @@ func (j *Job) storeFailed(s Store, err error) {
 	if t := j.cfg.trace; t != nil && t.StoreFailed != nil {
 		t.StoreFailed(j.name, err)
 	}
-	key := j.cfg.outageKey(s)
-	v, ok := outages.Load(key)
-	if !ok {
-		v, _ = outages.LoadOrStore(key, new(outage))
-	}
-	o := v.(*outage)
+	o := outageOf(j.cfg.outageKey(s), true)
 	now := time.Now()
 	o.mu.Lock()
 	o.failed++
@@ -238,11 +253,10 @@ func (j *Job) storeAnswered(s Store) {
 	if outagesDown.Load() == 0 {
 		return
 	}
-	v, ok := outages.Load(j.cfg.outageKey(s))
-	if !ok {
+	o := outageOf(j.cfg.outageKey(s), false)
+	if o == nil {
 		return
 	}
-	o := v.(*outage)
 	o.mu.Lock()
 	if !o.down {
 		o.mu.Unlock()
