@@ -160,7 +160,9 @@ func TestReclaimRacesClaims(t *testing.T) {
 // rounds where more than one won.
 func racingReclaims(t *testing.T, b backend) int {
 	dsn := b.dsn(t)
-	short := newStore(t, b, dsn, sqlstore.WithLease(100*time.Millisecond))
+	// A lease of a second, not less: each statement is bounded by the
+	// Store's lease, and a claim of 100ms timed out on a busy machine.
+	short := newStore(t, b, dsn, sqlstore.WithLease(time.Second))
 	var stores []*sqlstore.Store
 	for range 6 {
 		stores = append(stores, newStore(t, b, dsn, sqlstore.WithLease(time.Minute)))
@@ -178,7 +180,7 @@ func racingReclaims(t *testing.T, b backend) int {
 		first.Attempt = 1
 		require.NoError(t, stores[0].Release(ctx, first))
 	}
-	time.Sleep(150 * time.Millisecond) // the leases of the even rounds' runs expire
+	time.Sleep(1100 * time.Millisecond) // the leases of the even rounds' runs expire
 	bad := 0
 	for round := range rounds {
 		job := fmt.Sprint("race", round)
