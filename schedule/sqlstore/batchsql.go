@@ -106,6 +106,40 @@ ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
 	AND (job, due) IN (SELECT job, due FROM (` + doomedManySQL + `) d)`
 )
 
+// The prune statements on PostgreSQL, whose planner may answer job IN
+// (...) with a scan of the whole table, as it does while the table has no
+// statistics (a table just filled, a herd's): they read the records of
+// each job of $1 from the primary key's index, one job at a time, and
+// delete the doomed by their row addresses. Their cost is that of the
+// records of the jobs pruned, whatever the size of the table.
+const (
+	// doomedEachSQL is doomedManySQL, with each record's row address,
+	// and each job's last record read once.
+	doomedEachSQL = `SELECT r.job, r.due, r.ctid FROM ({jobs}) x
+CROSS JOIN LATERAL (SELECT MAX(m.due) AS last FROM {t} m WHERE m.job = x.j) l
+CROSS JOIN LATERAL (
+	SELECT ctid, job, due, status, ROW_NUMBER() OVER (
+		PARTITION BY CASE WHEN status = 1 THEN 1 ELSE 0 END ORDER BY due DESC) AS rn,
+		MAX(CASE WHEN status = 1 THEN due END) OVER () AS ok
+	FROM {t} WHERE job = x.j AND status <> 0) r
+WHERE ((r.status = 1 AND r.rn > $2) OR (r.status <> 1 AND r.rn > $3
+		AND (r.rn > ` + keptStreak + ` OR r.due < COALESCE(r.ok, ` + minDue + `))))
+	AND (r.due < $4 OR r.rn > $5)
+	AND r.due < l.last`
+
+	// pruneWaterPostgresSQL is pruneWaterBatchSQL, and pruneDelPostgresSQL
+	// pruneDelBatchSQL, on PostgreSQL.
+	pruneWaterPostgresSQL = `INSERT INTO {t}_jobs (job, pruned_until)
+SELECT job, MAX(due) FROM (` + doomedEachSQL + `) d GROUP BY job ORDER BY job
+ON CONFLICT (job) DO UPDATE SET pruned_until = CASE
+	WHEN excluded.pruned_until > {t}_jobs.pruned_until THEN excluded.pruned_until
+	ELSE {t}_jobs.pruned_until END`
+
+	pruneDelPostgresSQL = `DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT d.ctid FROM (` + doomedEachSQL + `) d))
+	AND status <> 0
+	AND EXISTS (SELECT 1 FROM {t}_jobs w WHERE w.job = {t}.job AND w.pruned_until >= {t}.due)`
+)
+
 const (
 	// sinceOfBatchSQL is the since statement for each record of $1: job
 	// j, time d. (The WHERE makes SQLite read ON CONFLICT as the
@@ -139,8 +173,8 @@ func buildBatchQueries(d Dialect, table string) batchQueries {
 		ask:        q(askBatchSQL),
 		finish:     q(finishBatchSQL),
 		renew:      q(renewBatchSQL),
-		pruneWater: q(pruneWaterBatchSQL),
-		pruneDel:   q(pruneDelBatchSQL),
+		pruneWater: q(map[Dialect]string{PostgreSQL: pruneWaterPostgresSQL, SQLite: pruneWaterBatchSQL}[d]),
+		pruneDel:   q(map[Dialect]string{PostgreSQL: pruneDelPostgresSQL, SQLite: pruneDelBatchSQL}[d]),
 		lastOf:     q(lastOfSQL(d)),
 		sinceOf:    q(sinceOfBatchSQL),
 		note:       q(noteBatchSQL),

@@ -106,3 +106,15 @@ func Owns(job, node string, nodes []string, full ...string) bool {
 	}
 	return owns(job, node, ms)
 }
+
+// PruneStatements returns the statements and arguments with which s
+// prunes the jobs of names in one batch: the watermarks, then the
+// records.
+func PruneStatements(s *Store, names ...string) (water, del string, args []any) {
+	rs := make([]*request, len(names))
+	for i, n := range names {
+		rs[i] = &request{op: opPrune, w: row{job: n}}
+	}
+	args = []any{string(appendJobs(nil, rs)), s.opts.succeeded, s.opts.failed, s.cutoff(), s.opts.retained}
+	return s.bq.pruneWater, s.bq.pruneDel, args
+}
