@@ -36,14 +36,19 @@ type active struct {
 	reclaiming bool      // SharedStore: takeOver runs
 	claiming   bool      // SharedStore: takeOver waits for a Reclaim; the runs submitted meanwhile are held
 	enlisted   bool      // SharedStore without a lease: the job is in its store's reclaimer, from its first claim
-	r          *rare     // made when first needed
+	// waiting are the job's runners waiting for their turn in its
+	// RunLimit, and its runs the RunLimit holds for their owner: in a
+	// herd, every job's, for a while. It is nil once empty, so that a job
+	// that waited costs nothing more afterwards than one that did not.
+	waiting []*waiting
+	r       *rare // made when first needed
 }
 
 // rare is the part of a job's active state that few jobs need, made by
 // rareLocked when first needed: a Start's store outage, Renews that hung,
-// runners waiting in a RunLimit, catch-ups under way, retries waiting for
-// their pause, a look for expired claims of its own, runs held while a
-// claim is taken over, a Backfill under way.
+// catch-ups under way, retries waiting for their pause, a look for expired
+// claims of its own, runs held while a claim is taken over, a Backfill
+// under way.
 type rare struct {
 	gap       time.Time              // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	gapSched  Schedule               // the schedule at gap
@@ -51,7 +56,6 @@ type rare struct {
 	recover   *circulation.Trigger   // reads the store again after a Start whose Last failed (recoverStart)
 	reclaimer *reclaimer             // a SharedStore that cannot be a map key: the job's own look for claims to take over, while started
 	hung      []*circulation.Trigger // renewals of leases given up while their Renew hung: Stop waits for them
-	waiting   []*waiting             // runners waiting for their turn in the job's RunLimit
 	catchUps  []time.Time            // the owed slots being caught up now
 	retries   []*retryWait           // retries waiting for their pause (WithRetry): Pause ends them
 	notes     []Record               // Missed records to write to the store, newest last
@@ -74,14 +78,13 @@ func (x *active) rareLocked() *rare {
 }
 
 // tidyRareLocked drops x.r once it holds nothing, so that a job that
-// waited its turn in a herd costs no more, afterwards, than one that did
-// not. A rare whose claims counter has counted is kept for good: a Reclaim
+// caught up, say, costs no more, afterwards, than one that did not. A rare whose claims counter has counted is kept for good: a Reclaim
 // still on its way back carries its number, which must not match a new
 // rare's count from zero. The caller holds the job's lock.
 func (x *active) tidyRareLocked() {
 	r := x.r
 	if r == nil || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 || r.recover != nil ||
-		r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 || len(r.waiting) > 0 ||
+		r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 ||
 		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 || r.pause != nil ||
 		!r.resumed.IsZero() || r.failed != 0 || r.fill != nil {
 		return

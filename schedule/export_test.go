@@ -42,6 +42,14 @@ func (j *Job) Rare() bool {
 	return j.x != nil && j.x.r != nil
 }
 
+// Waits reports whether the job keeps a list of its runs waiting in its
+// RunLimit, empty or not.
+func (j *Job) Waits() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.x != nil && j.x.waiting != nil
+}
+
 // Kept counts the runs the RunLimit's queue still points to past its end.
 func (l *RunLimit) Kept() int {
 	l.mu.Lock()

@@ -135,7 +135,7 @@ func (j *Job) holdLocked(x *active, runs []pending) bool {
 	l.mu.Lock()
 	l.holdLocked(w)
 	l.mu.Unlock()
-	x.rareLocked().waiting = append(x.rareLocked().waiting, w)
+	x.waiting = append(x.waiting, w)
 	return true
 }
 
@@ -221,11 +221,8 @@ func (l *RunLimit) handOff() {
 func (j *Job) unhold(w *waiting) {
 	j.mu.Lock()
 	x := j.x
-	if x != nil && x.r != nil {
-		if i := slices.Index(x.r.waiting, w); i >= 0 {
-			x.r.waiting = slices.Delete(x.r.waiting, i, i+1)
-		}
-		x.tidyRareLocked()
+	if x != nil {
+		x.unwaitLocked(w)
 	}
 	if w.claimed || x == nil || j.state != jobStarted || j.paused() {
 		j.mu.Unlock()
@@ -252,20 +249,22 @@ func (j *Job) unhold(w *waiting) {
 // runs none of the slots it held for their owner. The caller holds j.mu.
 func (j *Job) dropHoldsLocked() {
 	x := j.x
-	if x == nil || x.r == nil {
+	if x == nil {
 		return
 	}
-	kept := x.r.waiting[:0]
-	for _, w := range x.r.waiting {
+	kept := x.waiting[:0]
+	for _, w := range x.waiting {
 		if w.hold {
 			j.cfg.limit.drop(w)
 			continue
 		}
 		kept = append(kept, w)
 	}
-	clear(x.r.waiting[len(kept):])
-	x.r.waiting = kept
-	x.tidyRareLocked()
+	clear(x.waiting[len(kept):])
+	x.waiting = kept
+	if len(kept) == 0 {
+		x.waiting = nil
+	}
 }
 
 // again reports whether w, a hold whose slot its store reported

@@ -91,13 +91,17 @@ func TestRunLimitKeepsNothingOfAHerd(t *testing.T) {
 	assert.Eventually(t, func() bool { return lim.Running() == 0 }, time.Minute, time.Millisecond)
 	assert.Equal(t, int64(len(jobs)), ran.Load())
 	assert.Zero(t, lim.Kept(), "runs the limit's queue still points to")
-	rare := 0
+	rare, waits := 0, 0
 	for _, j := range jobs {
 		if j.Rare() {
 			rare++
 		}
+		if j.Waits() {
+			waits++
+		}
 	}
-	assert.Zero(t, rare, "jobs that keep the state of their wait")
+	assert.Zero(t, rare, "jobs that keep the part of their state few jobs need")
+	assert.Zero(t, waits, "jobs that keep the list of their waits")
 	for _, j := range jobs {
 		stop(t, j)
 	}

@@ -119,7 +119,7 @@ func (j *Job) spawnLocked(x *active, first pending, batch []pending, now bool) {
 		return
 	}
 	if w := l.enter(j, first, batch, now); w != nil {
-		x.rareLocked().waiting = append(x.rareLocked().waiting, w)
+		x.waiting = append(x.waiting, w)
 	}
 }
 
@@ -127,14 +127,20 @@ func (j *Job) spawnLocked(x *active, first pending, batch []pending, now bool) {
 func (j *Job) started(w *waiting) {
 	j.mu.Lock()
 	if x := j.x; x != nil {
-		if r := x.r; r != nil {
-			if i := slices.Index(r.waiting, w); i >= 0 {
-				r.waiting = slices.Delete(r.waiting, i, i+1)
-			}
-			x.tidyRareLocked()
-		}
+		x.unwaitLocked(w)
 	}
 	j.mu.Unlock()
+}
+
+// unwaitLocked takes w out of x.waiting, if it is there. The caller holds
+// the job's lock.
+func (x *active) unwaitLocked(w *waiting) {
+	if i := slices.Index(x.waiting, w); i >= 0 {
+		x.waiting = slices.Delete(x.waiting, i, i+1)
+		if len(x.waiting) == 0 {
+			x.waiting = nil
+		}
+	}
 }
 
 // dropWaitingLocked takes the job's runners that wait for their turn in
@@ -142,11 +148,11 @@ func (j *Job) started(w *waiting) {
 // will not run. The caller holds j.mu.
 func (j *Job) dropWaitingLocked(why error) []Record {
 	x := j.x
-	if x == nil || x.r == nil || len(x.r.waiting) == 0 {
+	if x == nil || len(x.waiting) == 0 {
 		return nil
 	}
 	var obs []Record
-	for _, w := range x.r.waiting {
+	for _, w := range x.waiting {
 		if !j.cfg.limit.drop(w) {
 			continue // started meanwhile: it finds the job stopped
 		}
@@ -161,8 +167,7 @@ func (j *Job) dropWaitingLocked(why error) []Record {
 			obs = append(obs, j.drop(p, why))
 		}
 	}
-	x.r.waiting = x.r.waiting[:0]
-	x.tidyRareLocked()
+	x.waiting = nil
 	j.quietLocked()
 	return obs
 }
