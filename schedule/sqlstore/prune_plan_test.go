@@ -1,9 +1,14 @@
 package sqlstore_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/circulation-go/circulation/schedule/sqlstore"
 )
@@ -49,8 +54,12 @@ func TestPruneReadsEachJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows.Close()
-		if strings.Contains(plan.String(), "Seq Scan on "+tb+" ") {
-			t.Errorf("the pruning of the %s reads the whole table:\n%s", name, plan.String())
+		p := plan.String()
+		if strings.Contains(p, "Seq Scan on "+tb+" ") || !strings.Contains(p, "(job = x.j)") {
+			t.Errorf("the pruning of the %s does not read each job through the key:\n%s", name, p)
+		}
+		if name == "records" && !strings.Contains(p, "Tid Scan on "+tb) {
+			t.Errorf("the pruning of the records does not delete by row address:\n%s", p)
 		}
 	}
 	// Five Succeeded records a job, of which the Store keeps three.
@@ -96,7 +105,6 @@ func BenchmarkPruneBatch(b *testing.B) {
 		names[i] = "j" + strconv.Itoa(1+i*997%records)
 	}
 	water, del, args := sqlstore.PruneStatements(s, names...)
-	b.ResetTimer()
 	for b.Loop() {
 		for _, q := range []string{water, del} {
 			if _, err := db.ExecContext(ctx, q, args...); err != nil {
@@ -104,4 +112,79 @@ func BenchmarkPruneBatch(b *testing.B) {
 			}
 		}
 	}
+}
+
+// TestPruneBatchAsOne: on PostgreSQL, a batch of prunings leaves exactly
+// the records that pruning each job alone (Store.Prune) leaves, over
+// random histories: statuses of every kind, runs in flight among them,
+// records both sides of the retention's cutoff, jobs named twice in the
+// batch and jobs with no record.
+func TestPruneBatchAsOne(t *testing.T) {
+	b := backends()[1]
+	dsn := b.dsn(t)
+	db := openDB(t, "pgx", dsn)
+	tb := tableFor(t)
+	batch := newStore(t, b, dsn, sqlstore.WithTable(tb+"_batch"), sqlstore.WithHistory(2, 1), sqlstore.WithRetention(time.Hour))
+	alone := newStore(t, b, dsn, sqlstore.WithTable(tb+"_alone"), sqlstore.WithHistory(2, 1), sqlstore.WithRetention(time.Hour))
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := time.Now().UnixNano()
+	read := func(table string) []string {
+		rows, err := db.QueryContext(ctx, "SELECT job, due FROM "+table+" ORDER BY job, due")
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var job string
+			var due int64
+			require.NoError(t, rows.Scan(&job, &due))
+			out = append(out, job+"@"+strconv.FormatInt(due, 10))
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	pruned := 0
+	for round := range 30 {
+		var names []string
+		for _, table := range []string{tb + "_batch", tb + "_alone"} {
+			_, err := db.ExecContext(ctx, "DELETE FROM "+table)
+			require.NoError(t, err)
+			_, err = db.ExecContext(ctx, "DELETE FROM "+table+"_jobs")
+			require.NoError(t, err)
+		}
+		var values []string
+		for j := range 6 {
+			job := fmt.Sprintf("j%d", j)
+			names = append(names, job)
+			if j%3 == 0 {
+				names = append(names, job) // named twice
+			}
+			for k := range rng.IntN(40) {
+				// Slots from two hours ago to now, a minute apart: the
+				// older half before the cutoff.
+				due := now - int64(2*time.Hour) + int64(k)*int64(time.Minute)*int64(1+rng.IntN(3))
+				values = append(values, fmt.Sprintf("('%s', %d, 0, %d, 'n', '', 1)", job, due, rng.IntN(6)))
+			}
+		}
+		if len(values) > 0 {
+			for _, table := range []string{tb + "_batch", tb + "_alone"} {
+				_, err := db.ExecContext(ctx, "INSERT INTO "+table+" (job, due, reason, status, node, err, attempt) VALUES "+
+					strings.Join(values, ", ")+" ON CONFLICT DO NOTHING")
+				require.NoError(t, err)
+			}
+		}
+		before := len(read(tb + "_batch"))
+		water, del, args := sqlstore.PruneStatements(batch, names...)
+		for _, q := range []string{water, del} {
+			_, err := db.ExecContext(ctx, q, args...)
+			require.NoError(t, err)
+		}
+		pruned += before - len(read(tb+"_batch"))
+		for _, job := range names {
+			_, err := alone.Prune(ctx, job)
+			require.NoError(t, err)
+		}
+		require.Equal(t, read(tb+"_alone"), read(tb+"_batch"), "round %d", round)
+	}
+	t.Logf("%d records pruned", pruned)
+	require.Greater(t, pruned, 100, "records pruned in all")
 }
