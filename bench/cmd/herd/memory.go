@@ -83,12 +83,14 @@ func memory(o options) error {
 		return fmt.Errorf("the jobs were set up after the due time: give a longer -lead than %v", o.Lead)
 	}
 	deadline := due.Add(o.Timeout)
+	pk := watchPeaks()
 	for started.Load() < int64(o.Jobs) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	routines, stacks := pk.stop()
 	heap := liveHeap()
 	stop()
-	r := result{Node: o.Lib, Setup: setup, RSS: peakRSS(), Heap: heap, CPU: cpuTime()}
+	r := result{Node: o.Lib, Setup: setup, RSS: peakRSS(), Heap: heap, Routines: routines, Stacks: stacks, CPU: cpuTime()}
 	for i := range late {
 		if l := late[i].Load(); l != 0 {
 			r.Starts = append(r.Starts, int32(i))

@@ -102,7 +102,7 @@ func replica(o options) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	setup := time.Since(begin)
-	heap, endProfile, err := hold(o)
+	h, endProfile, err := hold(o)
 	if err != nil {
 		return err
 	}
@@ -111,25 +111,38 @@ func replica(o options) error {
 		return err
 	}
 	endProfile()
-	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: heap, CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
+	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: h.heap, Routines: h.routines, Stacks: h.stacks,
+		CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
 	return send(r, starts[:min(int(n.Load()), len(starts))])
+}
+
+// A holding is what hold measured of a replica: its live heap once the
+// herd has run (liveHeap), and its goroutines and their stacks at their
+// peak, from ready until then (peaks).
+type holding struct {
+	heap     int64
+	routines int
+	stacks   int64
 }
 
 // hold tells the parent that the replica is ready, profiles it from then
 // on if o.Profile names a file, and waits until the parent closes its
-// standard input: the herd has run. It returns the live heap then
-// (liveHeap), and the function that ends the profile.
-func hold(o options) (heap int64, endProfile func(), err error) {
+// standard input: the herd has run. It returns what it measured, and the
+// function that ends the profile.
+func hold(o options) (h holding, endProfile func(), err error) {
+	pk := watchPeaks()
 	fmt.Println("ready")
 	endProfile = func() {}
 	if o.Profile != "" {
 		f, err := os.Create(o.Profile + "." + o.Node)
 		if err != nil {
-			return 0, nil, err
+			pk.stop()
+			return h, nil, err
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
-			return 0, nil, err
+			pk.stop()
+			return h, nil, err
 		}
 		endProfile = func() {
 			pprof.StopCPUProfile()
@@ -137,18 +150,19 @@ func hold(o options) (heap int64, endProfile func(), err error) {
 		}
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
-	heap = liveHeap()
+	h.routines, h.stacks = pk.stop()
+	h.heap = liveHeap()
 	if o.Heap != "" {
 		f, err := os.Create(o.Heap + "." + o.Node)
 		if err != nil {
-			return 0, nil, err
+			return h, nil, err
 		}
 		defer f.Close()
 		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-			return 0, nil, err
+			return h, nil, err
 		}
 	}
-	return heap, endProfile, nil
+	return h, endProfile, nil
 }
 
 // send writes r, with the starts its replica recorded, to standard

@@ -192,7 +192,7 @@ func riverReplica(o options) error {
 		return err
 	}
 	setup := time.Since(begin)
-	heap, endProfile, err := hold(o)
+	h, endProfile, err := hold(o)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,8 @@ func riverReplica(o options) error {
 		return err
 	}
 	endProfile()
-	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: heap, CPU: cpuTime(), Stats: counter.stats()}
+	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: h.heap, Routines: h.routines, Stacks: h.stacks,
+		CPU: cpuTime(), Stats: counter.stats()}
 	return send(r, w.starts[:min(int(w.n.Load()), len(w.starts))])
 }
 
