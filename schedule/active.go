@@ -31,7 +31,6 @@ type active struct {
 	handed         time.Time     // the latest Due handed to a runner: a Manual run's Due is after it
 
 	floor      time.Time // slots at or before it are never caught up: the job started, resumed or changed schedule then
-	missed     time.Time // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
 	look       bool      // SharedStore: a look for claims to take over found the job busy; look again once it is free
 	reclaiming bool      // SharedStore: takeOver runs
 	claiming   bool      // SharedStore: takeOver waits for a Reclaim; the runs submitted meanwhile are held
@@ -45,11 +44,12 @@ type active struct {
 }
 
 // rare is the part of a job's active state that few jobs need, made by
-// rareLocked when first needed: a Start's store outage, Renews that hung,
-// catch-ups under way, retries waiting for their pause, a look for expired
-// claims of its own, runs held while a claim is taken over, a Backfill
-// under way.
+// rareLocked when first needed: slots owed since a claim failed, a Start's
+// store outage, Renews that hung, catch-ups under way, retries waiting for
+// their pause, a look for expired claims of its own, runs held while a
+// claim is taken over, a Backfill under way.
 type rare struct {
+	missed    time.Time              // the earliest Due owed since the last catch-up (its claim failed), or zero: the catch-up starts there
 	gap       time.Time              // Last failed when the job started, then: the slots before it, after the store's last record, are owed
 	gapSched  Schedule               // the schedule at gap
 	gapPause  time.Duration          // the latest pause of recover
@@ -83,10 +83,10 @@ func (x *active) rareLocked() *rare {
 // rare's count from zero. The caller holds the job's lock.
 func (x *active) tidyRareLocked() {
 	r := x.r
-	if r == nil || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 || r.recover != nil ||
-		r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 ||
-		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 || r.pause != nil ||
-		!r.resumed.IsZero() || r.failed != 0 || r.fill != nil {
+	if r == nil || !r.missed.IsZero() || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 ||
+		r.recover != nil || r.reclaimer != nil || r.noter != nil || r.claims != 0 || len(r.hung) > 0 ||
+		len(r.catchUps) > 0 || len(r.retries) > 0 || len(r.notes) > 0 || len(r.held) > 0 ||
+		r.pause != nil || !r.resumed.IsZero() || r.failed != 0 || r.fill != nil {
 		return
 	}
 	x.r = nil

@@ -49,8 +49,8 @@ func (x *active) owe(j *Job, r *Run) {
 		return
 	}
 	j.mu.Lock()
-	if x.missed.IsZero() || r.Due.Before(x.missed) {
-		x.missed = r.Due
+	if o := x.rareLocked(); o.missed.IsZero() || r.Due.Before(o.missed) {
+		o.missed = r.Due
 	}
 	j.mu.Unlock()
 }
@@ -76,14 +76,19 @@ func (j *Job) recoverOutage(ctx context.Context, x *active, due time.Time) {
 		return
 	}
 	j.mu.Lock()
-	missed, floor, sched := x.missed, x.floor, j.sched
+	var missed time.Time
+	if x.r != nil {
+		missed = x.r.missed
+	}
+	floor, sched := x.floor, j.sched
 	if missed.IsZero() || !missed.Before(due) {
 		// Nothing owed, or only slots after this one: a slot a Start
 		// whose Last failed handed late.
 		j.mu.Unlock()
 		return
 	}
-	x.missed = time.Time{}
+	x.r.missed = time.Time{}
+	x.tidyRareLocked()
 	j.mu.Unlock()
 	if missed.Before(floor) {
 		return // owed from before a pause or a new schedule: not caught up

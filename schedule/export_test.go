@@ -1,5 +1,7 @@
 package schedule
 
+import "unsafe"
+
 // SetReturnedHook makes f run after each run's Func has returned, before
 // its outcome is recorded.
 func SetReturnedHook(f func()) { testHookReturned = f }
@@ -41,6 +43,9 @@ func (j *Job) Rare() bool {
 	defer j.mu.Unlock()
 	return j.x != nil && j.x.r != nil
 }
+
+// ActiveSize is the size of a started job's state.
+const ActiveSize = unsafe.Sizeof(active{})
 
 // Waits reports whether the job keeps a list of its runs waiting in its
 // RunLimit, empty or not.

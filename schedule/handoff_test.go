@@ -220,9 +220,22 @@ func TestHandOffHerdHoldsNoGoroutine(t *testing.T) {
 		assert.Less(t, runtime.NumGoroutine(), idle+10, "goroutines during the hand-off")
 		assert.Zero(t, limit.Waiting(), "runs waiting for their turn: the held slots are not")
 		assert.Zero(t, limit.Running())
-		stop(t, jobs[0]) // stopped during its hand-off: it runs nothing
+		for limit.Held() < n {
+			time.Sleep(time.Millisecond) // to the end of the hand-off, when the slots are held
+			synctest.Wait()
+		}
+		for _, j := range jobs {
+			require.True(t, j.Waits(), "a job that holds its slot for its owner")
+		}
+		stop(t, jobs[0]) // stopped while it holds its slot: it runs nothing
+		assert.False(t, jobs[0].Waits(), "a job stopped while it holds keeps the list of its waits")
 		time.Sleep(time.Second)
 		synctest.Wait()
+		for _, j := range jobs[1:] {
+			if j.Waits() {
+				t.Fatalf("%s keeps the list of its waits once its hand-off is over", j.Name())
+			}
+		}
 		mu.Lock()
 		assert.Equal(t, n-1, len(runs), "jobs that ran")
 		for name, c := range runs {
@@ -668,7 +681,12 @@ func TestHandOffPause(t *testing.T) {
 			}))
 		start(t, j)
 		time.Sleep(10*time.Second + 100*time.Millisecond)
+		for i := 0; !j.Waits() && i < 5000; i++ {
+			time.Sleep(time.Millisecond) // to the end of the hand-off, when the slot is held
+		}
+		require.True(t, j.Waits(), "a job that holds its slot for its owner")
 		j.Pause()
+		assert.False(t, j.Waits(), "a paused job keeps the list of its waits")
 		j.Resume()
 		time.Sleep(15 * time.Second)
 		stop(t, j)

@@ -62,6 +62,12 @@ func TestRunLimitBoundsTheRunsInFlight(t *testing.T) {
 	})
 }
 
+// A started job's state stays in the allocator's 224-byte class: a million
+// started jobs pay for every byte of it, waiting or not.
+func TestActiveSize(t *testing.T) {
+	assert.LessOrEqual(t, int(schedule.ActiveSize), 224)
+}
+
 // Once a herd of 2,500 jobs has run through a RunLimit of 1, the limit
 // points to none of their runs, and no job keeps the state of its wait:
 // a million jobs that all waited at 09:00 cost no more afterwards than
