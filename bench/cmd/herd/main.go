@@ -3,7 +3,7 @@
 // how late the runs start after the due time (p50, p99, the last), how
 // long until every run is recorded, how many slots ran twice or never,
 // the statements sent per slot, and each process's peak memory, with its
-// goroutines and their stacks at their peak.
+// goroutines, their stacks and its heap at their peak.
 //
 // On a database, every job is a schedule.Job with WithStore(sqlstore), on a
 // wheel.Wheel, due at one instant (schedule.Once), in -replicas processes
@@ -137,6 +137,7 @@ type result struct {
 	RSS      int64         // peak resident memory, bytes
 	Routines int           // peak goroutines, from ready until the herd has run (peaks)
 	Stacks   int64         // peak bytes of their stacks, as Routines
+	PeakHeap int64         // peak bytes of the heap's objects, live and not yet swept, as Routines
 	Heap     int64         // live heap once the herd has run, its jobs not stopped yet (liveHeap), bytes
 	CPU      time.Duration // user and system time
 	Stats    map[string]uint64
@@ -285,6 +286,7 @@ type summary struct {
 	PeakRSSMB          []float64           // per process
 	PeakGoroutines     []int               // per process, from ready until the herd has run
 	PeakStacksMB       []float64           // per process: the stacks of its goroutines, at their peak
+	PeakHeapMB         []float64           // per process: its heap's objects, live and not yet swept, at their peak
 	HeapAfterMB        []float64           // per process: its live heap once the herd has run
 	CPUSeconds         []float64           // per process
 	SetupSeconds       []float64           // per process: creating and starting its jobs
@@ -313,6 +315,7 @@ func report(o options, due time.Time, recorded time.Duration, rs []result) error
 		s.HeapAfterMB = append(s.HeapAfterMB, float64(r.Heap)/1e6)
 		s.PeakGoroutines = append(s.PeakGoroutines, r.Routines)
 		s.PeakStacksMB = append(s.PeakStacksMB, float64(r.Stacks)/1e6)
+		s.PeakHeapMB = append(s.PeakHeapMB, float64(r.PeakHeap)/1e6)
 		s.Shares = append(s.Shares, float64(len(r.Starts))/float64(o.Jobs))
 		s.CPUSeconds = append(s.CPUSeconds, r.CPU.Seconds())
 		s.SetupSeconds = append(s.SetupSeconds, r.Setup.Seconds())
@@ -375,6 +378,7 @@ func report(o options, due time.Time, recorded time.Duration, rs []result) error
 	fmt.Printf("peak RSS, MB:    %s\n", floats(s.PeakRSSMB, "%.0f"))
 	fmt.Printf("heap after, MB:  %s (live, once the herd has run)\n", floats(s.HeapAfterMB, "%.0f"))
 	fmt.Printf("goroutines:      %s at the peak, their stacks %s MB\n", ints(s.PeakGoroutines), floats(s.PeakStacksMB, "%.0f"))
+	fmt.Printf("heap peak, MB:   %s (objects, live and not yet swept)\n", floats(s.PeakHeapMB, "%.0f"))
 	fmt.Printf("CPU, s:          %s\n", floats(s.CPUSeconds, "%.1f"))
 	fmt.Printf("setup, s:        %s\n", floats(s.SetupSeconds, "%.1f"))
 	for i, st := range s.Stats {

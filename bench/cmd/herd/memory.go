@@ -87,10 +87,10 @@ func memory(o options) error {
 	for started.Load() < int64(o.Jobs) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	routines, stacks := pk.stop()
+	routines, stacks, peakHeap := pk.stop()
 	heap := liveHeap()
 	stop()
-	r := result{Node: o.Lib, Setup: setup, RSS: peakRSS(), Heap: heap, Routines: routines, Stacks: stacks, CPU: cpuTime()}
+	r := result{Node: o.Lib, Setup: setup, RSS: peakRSS(), Heap: heap, Routines: routines, Stacks: stacks, PeakHeap: peakHeap, CPU: cpuTime()}
 	for i := range late {
 		if l := late[i].Load(); l != 0 {
 			r.Starts = append(r.Starts, int32(i))

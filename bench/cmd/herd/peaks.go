@@ -6,16 +6,17 @@ import (
 	"time"
 )
 
-// peaks samples the process's goroutines and the memory of their stacks
-// every 50 ms, from watchPeaks until stop, and keeps the largest of each:
-// a herd's runs and wakes in flight, which the peak RSS counts with the
-// heap.
+// peaks samples the process's goroutines, the memory of their stacks and
+// the heap's objects (live, and dead not yet swept) every 50 ms, from
+// watchPeaks until stop, and keeps the largest of each: what the peak RSS
+// is made of.
 type peaks struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 
 	goroutines uint64 // written by the sampler, read after wg.Wait
 	stacks     uint64
+	heap       uint64
 }
 
 func watchPeaks() *peaks {
@@ -23,6 +24,7 @@ func watchPeaks() *peaks {
 	samples := []metrics.Sample{
 		{Name: "/sched/goroutines:goroutines"},
 		{Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
 	}
 	p.wg.Go(func() {
 		t := time.NewTicker(50 * time.Millisecond)
@@ -31,6 +33,7 @@ func watchPeaks() *peaks {
 			metrics.Read(samples)
 			p.goroutines = max(p.goroutines, samples[0].Value.Uint64())
 			p.stacks = max(p.stacks, samples[1].Value.Uint64())
+			p.heap = max(p.heap, samples[2].Value.Uint64())
 			select {
 			case <-p.done:
 				return
@@ -42,9 +45,9 @@ func watchPeaks() *peaks {
 }
 
 // stop ends the sampling and returns the peaks: goroutines, and bytes of
-// their stacks.
-func (p *peaks) stop() (goroutines int, stacks int64) {
+// their stacks and of the heap's objects.
+func (p *peaks) stop() (goroutines int, stacks, heap int64) {
 	close(p.done)
 	p.wg.Wait()
-	return int(p.goroutines), int64(p.stacks)
+	return int(p.goroutines), int64(p.stacks), int64(p.heap)
 }

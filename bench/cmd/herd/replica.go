@@ -112,17 +112,18 @@ func replica(o options) error {
 	}
 	endProfile()
 	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: h.heap, Routines: h.routines, Stacks: h.stacks,
-		CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
+		PeakHeap: h.peakHeap, CPU: cpuTime(), Stats: statsMap(store.Stats()), Leftover: waiting}
 	return send(r, starts[:min(int(n.Load()), len(starts))])
 }
 
 // A holding is what hold measured of a replica: its live heap once the
-// herd has run (liveHeap), and its goroutines and their stacks at their
-// peak, from ready until then (peaks).
+// herd has run (liveHeap), and its goroutines, their stacks and its heap's
+// objects at their peak, from ready until then (peaks).
 type holding struct {
 	heap     int64
 	routines int
 	stacks   int64
+	peakHeap int64
 }
 
 // hold tells the parent that the replica is ready, profiles it from then
@@ -150,7 +151,7 @@ func hold(o options) (h holding, endProfile func(), err error) {
 		}
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
-	h.routines, h.stacks = pk.stop()
+	h.routines, h.stacks, h.peakHeap = pk.stop()
 	h.heap = liveHeap()
 	if o.Heap != "" {
 		f, err := os.Create(o.Heap + "." + o.Node)

@@ -203,7 +203,7 @@ func riverReplica(o options) error {
 	}
 	endProfile()
 	r := result{Node: o.Node, Setup: setup, RSS: peakRSS(), Heap: h.heap, Routines: h.routines, Stacks: h.stacks,
-		CPU: cpuTime(), Stats: counter.stats()}
+		PeakHeap: h.peakHeap, CPU: cpuTime(), Stats: counter.stats()}
 	return send(r, w.starts[:min(int(w.n.Load()), len(w.starts))])
 }
 
