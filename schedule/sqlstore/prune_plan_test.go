@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -23,15 +24,7 @@ func TestPruneReadsEachJob(t *testing.T) {
 	s := newStore(t, b, dsn)
 	db := openDB(t, "pgx", dsn)
 	tb := tableFor(t)
-	for _, q := range []string{
-		"ALTER TABLE " + tb + " SET (autovacuum_enabled = off)",
-		"INSERT INTO " + tb + " (job, due, reason, status, node, err, attempt) " +
-			"SELECT 'j' || (i % 20000), i, 0, 1, 'n', '', 1 FROM generate_series(1, 100000) i",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fillUnanalyzed(t, db, tb, 100_000, 20_000)
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = "j" + strconv.Itoa(i*7)
@@ -76,6 +69,22 @@ func TestPruneReadsEachJob(t *testing.T) {
 	}
 }
 
+// fillUnanalyzed fills table with records Succeeded records of jobs jobs
+// (j0, j1, ...), record i of job "j" + i%jobs due at i, and keeps
+// PostgreSQL from gathering its statistics.
+func fillUnanalyzed(t testing.TB, db *sql.DB, table string, records, jobs int) {
+	t.Helper()
+	for _, q := range []string{
+		"ALTER TABLE " + table + " SET (autovacuum_enabled = off)",
+		"INSERT INTO " + table + " (job, due, reason, status, node, err, attempt) SELECT 'j' || (i % " +
+			strconv.Itoa(jobs) + "), i, 0, 1, 'n', '', 1 FROM generate_series(1, " + strconv.Itoa(records) + ") i",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkPruneBatch measures a batch of prunings of 1,000 jobs on
 // PostgreSQL, in a table of a million records that has no statistics
 // (100,000 under -short), one record a job, as a herd of jobs due once
@@ -91,18 +100,10 @@ func BenchmarkPruneBatch(b *testing.B) {
 	if testing.Short() {
 		records = 100_000
 	}
-	for _, q := range []string{
-		"ALTER TABLE " + tb + " SET (autovacuum_enabled = off)",
-		"INSERT INTO " + tb + " (job, due, reason, status, node, err, attempt) " +
-			"SELECT 'j' || i, 1, 0, 1, 'n', '', 1 FROM generate_series(1, " + strconv.Itoa(records) + ") i",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fillUnanalyzed(b, db, tb, records, records)
 	names := make([]string, 1000)
 	for i := range names {
-		names[i] = "j" + strconv.Itoa(1+i*997%records)
+		names[i] = "j" + strconv.Itoa(i*997%records)
 	}
 	water, del, args := sqlstore.PruneStatements(s, names...)
 	for b.Loop() {
