@@ -40,12 +40,13 @@ func (j *Job) catchUp(ctx context.Context, x *active, r *Run) bool {
 	return false
 }
 
-// owe records that the slot of r is owed: its claim failed, or the
-// catch-up that was to run it ended first. The next Scheduled run then
-// catches up first (MisfireRunAll). A Manual run is not owed, nor a
-// Backfill's: its Backfill stops at it.
+// owe records that the slot of r is owed, under MisfireRunAll: its claim
+// failed, or the catch-up that was to run it ended first. The next
+// Scheduled run then catches up first (recoverOutage). A Manual run is not
+// owed, nor a Backfill's: its Backfill stops at it. Under the other
+// policies nothing is owed, and nothing is kept.
 func (x *active) owe(j *Job, r *Run) {
-	if r.Reason == Manual || r.Reason == Backfill {
+	if r.Reason == Manual || r.Reason == Backfill || j.cfg.misfire != MisfireRunAll {
 		return
 	}
 	j.mu.Lock()

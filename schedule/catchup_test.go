@@ -432,3 +432,26 @@ func TestWaitingCatchUpLetsAClaimBeTakenOver(t *testing.T) {
 		}
 	})
 }
+
+// A slot whose claim failed is owed only under MisfireRunAll, which
+// catches it up: under every policy, once the store is back and a slot has
+// run, the job keeps nothing of the outage.
+func TestAnOutageLeavesNothingKept(t *testing.T) {
+	for _, m := range []schedule.Misfire{schedule.MisfireRunOnce, schedule.MisfireSkip, schedule.MisfireRunAll} {
+		t.Run(m.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &flakyStore{MemoryStore: schedule.NewMemoryStore(100)}
+				j := schedule.NewJob("j", schedule.Every(10*time.Second), func(context.Context, schedule.Run) error { return nil },
+					schedule.WithStore(store), schedule.WithMisfire(m), schedule.WithClaimRetry(0))
+				start(t, j)
+				store.setDown(true)
+				time.Sleep(15 * time.Second) // the slot at 10s: its claim fails
+				store.setDown(false)
+				time.Sleep(20 * time.Second) // the slots at 20s and 30s run
+				synctest.Wait()
+				assert.False(t, j.Rare(), "the job keeps the part of its state few jobs need")
+				stop(t, j)
+			})
+		})
+	}
+}

@@ -220,24 +220,28 @@ func TestHandOffHerdHoldsNoGoroutine(t *testing.T) {
 		assert.Less(t, runtime.NumGoroutine(), idle+10, "goroutines during the hand-off")
 		assert.Zero(t, limit.Waiting(), "runs waiting for their turn: the held slots are not")
 		assert.Zero(t, limit.Running())
-		for limit.Held() < n {
+		stop(t, jobs[1]) // stopped while its wake waits for the end of the hand-off: it runs nothing
+		assert.False(t, jobs[1].Waits(), "a job stopped during its hand-off keeps the list of its waits")
+		for i := 0; limit.Held() < n-1 && i < 2000; i++ {
 			time.Sleep(time.Millisecond) // to the end of the hand-off, when the slots are held
 			synctest.Wait()
 		}
-		for _, j := range jobs {
+		require.Equal(t, n-1, limit.Held(), "slots held once the hand-off is over")
+		assert.Less(t, runtime.NumGoroutine(), idle+10, "goroutines while the slots are held")
+		for _, j := range append(jobs[:1:1], jobs[2:]...) {
 			require.True(t, j.Waits(), "a job that holds its slot for its owner")
 		}
 		stop(t, jobs[0]) // stopped while it holds its slot: it runs nothing
 		assert.False(t, jobs[0].Waits(), "a job stopped while it holds keeps the list of its waits")
 		time.Sleep(time.Second)
 		synctest.Wait()
-		for _, j := range jobs[1:] {
+		for _, j := range jobs[2:] {
 			if j.Waits() {
 				t.Fatalf("%s keeps the list of its waits once its hand-off is over", j.Name())
 			}
 		}
 		mu.Lock()
-		assert.Equal(t, n-1, len(runs), "jobs that ran")
+		assert.Equal(t, n-2, len(runs), "jobs that ran")
 		for name, c := range runs {
 			if c != 1 {
 				t.Errorf("%s ran %d times", name, c)
@@ -245,7 +249,7 @@ func TestHandOffHerdHoldsNoGoroutine(t *testing.T) {
 		}
 		mu.Unlock()
 		assert.Zero(t, limit.Waiting())
-		for _, j := range jobs[1:] {
+		for _, j := range jobs[2:] {
 			stop(t, j)
 		}
 	})
@@ -663,35 +667,47 @@ func TestHandOffLeavesTheJobFree(t *testing.T) {
 // within their wait does not bring them back, and the job runs its next
 // slot as usual.
 func TestHandOffPause(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		s := &sharer{MemoryStore: schedule.NewMemoryStore(100), owns: func(string) bool { return false }}
-		var mu sync.Mutex
-		var log []string
-		j := schedule.NewJob("j", schedule.Every(10*time.Second), func(_ context.Context, r schedule.Run) error {
-			mu.Lock()
-			log = append(log, fmt.Sprintf("ran %v", r.Due.Sub(t0)))
-			mu.Unlock()
-			return nil
-		}, schedule.WithStore(s), schedule.WithGrace(8*time.Second), schedule.WithRunLimit(schedule.NewRunLimit(4)),
-			schedule.WithObserver(func(r schedule.Record) {
-				mu.Lock()
-				log = append(log, fmt.Sprintf("%v %v", r.Status, r.Due.Sub(t0)))
-				mu.Unlock()
-			}))
-		start(t, j)
-		time.Sleep(10*time.Second + 100*time.Millisecond)
-		for i := 0; !j.Waits() && i < 5000; i++ {
-			time.Sleep(time.Millisecond) // to the end of the hand-off, when the slot is held
+	for _, held := range []bool{false, true} {
+		name := "while its wake waits for the end of the hand-off"
+		if held {
+			name = "while it holds the slot"
 		}
-		require.True(t, j.Waits(), "a job that holds its slot for its owner")
-		j.Pause()
-		assert.False(t, j.Waits(), "a paused job keeps the list of its waits")
-		j.Resume()
-		time.Sleep(15 * time.Second)
-		stop(t, j)
-		mu.Lock()
-		defer mu.Unlock()
-		assert.Equal(t, []string{"ran 20s", "Succeeded 20s"}, log)
-	})
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				t0 := time.Now()
+				s := &sharer{MemoryStore: schedule.NewMemoryStore(100), owns: func(string) bool { return false }}
+				var mu sync.Mutex
+				var log []string
+				j := schedule.NewJob("j", schedule.Every(10*time.Second), func(_ context.Context, r schedule.Run) error {
+					mu.Lock()
+					log = append(log, fmt.Sprintf("ran %v", r.Due.Sub(t0)))
+					mu.Unlock()
+					return nil
+				}, schedule.WithStore(s), schedule.WithGrace(8*time.Second), schedule.WithRunLimit(schedule.NewRunLimit(4)),
+					schedule.WithObserver(func(r schedule.Record) {
+						mu.Lock()
+						log = append(log, fmt.Sprintf("%v %v", r.Status, r.Due.Sub(t0)))
+						mu.Unlock()
+					}))
+				start(t, j)
+				time.Sleep(10*time.Second + 100*time.Millisecond)
+				if held {
+					for i := 0; !j.Waits() && i < 5000; i++ {
+						time.Sleep(time.Millisecond) // to the end of the hand-off, when the slot is held
+					}
+					require.True(t, j.Waits(), "a job that holds its slot for its owner")
+				} else {
+					require.False(t, j.Waits(), "a job whose wake waits for the end of the hand-off holds nothing")
+				}
+				j.Pause()
+				assert.False(t, j.Waits(), "a paused job keeps the list of its waits")
+				j.Resume()
+				time.Sleep(15 * time.Second)
+				stop(t, j)
+				mu.Lock()
+				defer mu.Unlock()
+				assert.Equal(t, []string{"ran 20s", "Succeeded 20s"}, log)
+			})
+		})
+	}
 }
