@@ -3,7 +3,7 @@
 // how late the runs start after the due time (p50, p99, the last), how
 // long until every run is recorded, how many slots ran twice or never,
 // the statements sent per slot, and each process's peak memory, with its
-// goroutines, their stacks and its heap at their peak.
+// goroutines, its stack memory and its heap at their peak.
 //
 // On a database, every job is a schedule.Job with WithStore(sqlstore), on a
 // wheel.Wheel, due at one instant (schedule.Once), in -replicas processes
@@ -136,7 +136,7 @@ type result struct {
 	Late     []int64       // each start's lateness, in ns, in the order of Starts
 	RSS      int64         // peak resident memory, bytes
 	Routines int           // peak goroutines, from ready until the herd has run (peaks)
-	Stacks   int64         // peak bytes of their stacks, as Routines
+	Stacks   int64         // peak bytes of stack memory, as Routines
 	PeakHeap int64         // peak bytes of the heap's objects, live and not yet swept, as Routines
 	Heap     int64         // live heap once the herd has run, its jobs not stopped yet (liveHeap), bytes
 	CPU      time.Duration // user and system time
@@ -285,7 +285,7 @@ type summary struct {
 	StatementsPerSlot  float64             `json:",omitempty"`
 	PeakRSSMB          []float64           // per process
 	PeakGoroutines     []int               // per process, from ready until the herd has run
-	PeakStacksMB       []float64           // per process: the stacks of its goroutines, at their peak
+	PeakStacksMB       []float64           // per process: its stack memory at its peak
 	PeakHeapMB         []float64           // per process: its heap's objects, live and not yet swept, at their peak
 	HeapAfterMB        []float64           // per process: its live heap once the herd has run
 	CPUSeconds         []float64           // per process
@@ -377,7 +377,7 @@ func report(o options, due time.Time, recorded time.Duration, rs []result) error
 	}
 	fmt.Printf("peak RSS, MB:    %s\n", floats(s.PeakRSSMB, "%.0f"))
 	fmt.Printf("heap after, MB:  %s (live, once the herd has run)\n", floats(s.HeapAfterMB, "%.0f"))
-	fmt.Printf("goroutines:      %s at the peak, their stacks %s MB\n", ints(s.PeakGoroutines), floats(s.PeakStacksMB, "%.0f"))
+	fmt.Printf("goroutines:      %s at the peak, stack memory %s MB\n", ints(s.PeakGoroutines), floats(s.PeakStacksMB, "%.0f"))
 	fmt.Printf("heap peak, MB:   %s (objects, live and not yet swept)\n", floats(s.PeakHeapMB, "%.0f"))
 	fmt.Printf("CPU, s:          %s\n", floats(s.CPUSeconds, "%.1f"))
 	fmt.Printf("setup, s:        %s\n", floats(s.SetupSeconds, "%.1f"))

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// peaks samples the process's goroutines, the memory of their stacks and
-// the heap's objects (live, and dead not yet swept) every 50 ms, from
-// watchPeaks until stop, and keeps the largest of each: what the peak RSS
-// is made of.
+// peaks samples the process's goroutines, its stack memory (in use or
+// not, threads' included) and the heap's objects (live, and dead not yet
+// swept) every 50 ms, from watchPeaks until stop, and keeps the largest of
+// each: most of what the peak RSS is made of.
 type peaks struct {
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -45,7 +45,7 @@ func watchPeaks() *peaks {
 }
 
 // stop ends the sampling and returns the peaks: goroutines, and bytes of
-// their stacks and of the heap's objects.
+// stack memory and of the heap's objects.
 func (p *peaks) stop() (goroutines int, stacks, heap int64) {
 	close(p.done)
 	p.wg.Wait()

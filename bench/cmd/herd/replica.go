@@ -117,8 +117,8 @@ func replica(o options) error {
 }
 
 // A holding is what hold measured of a replica: its live heap once the
-// herd has run (liveHeap), and its goroutines, their stacks and its heap's
-// objects at their peak, from ready until then (peaks).
+// herd has run (liveHeap), and its goroutines, its stack memory and its
+// heap's objects at their peak, from ready until then (peaks).
 type holding struct {
 	heap     int64
 	routines int
