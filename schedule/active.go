@@ -78,9 +78,10 @@ func (x *active) rareLocked() *rare {
 }
 
 // tidyRareLocked drops x.r once it holds nothing, so that a job that
-// caught up, say, costs no more, afterwards, than one that did not. A rare whose claims counter has counted is kept for good: a Reclaim
-// still on its way back carries its number, which must not match a new
-// rare's count from zero. The caller holds the job's lock.
+// caught up, say, costs no more, afterwards, than one that did not. A rare
+// whose claims counter has counted is kept for good: a Reclaim still on
+// its way back carries its number, which must not match a new rare's count
+// from zero. The caller holds the job's lock.
 func (x *active) tidyRareLocked() {
 	r := x.r
 	if r == nil || !r.missed.IsZero() || !r.gap.IsZero() || r.gapSched != nil || r.gapPause != 0 ||

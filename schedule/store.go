@@ -241,9 +241,9 @@ type Sharer interface {
 	// Owns reports whether this node is to claim the slots of job at
 	// once: it owns job, or the owner cannot take the slot now and this
 	// node can (the owner is at its limit of runs in flight and this node
-	// is not), or the store does not know. It is
-	// called with the job's lock or the RunLimit's held: it must not
-	// block, nor call a Job or a RunLimit.
+	// is not), or the store does not know. It is called with the job's
+	// lock or the RunLimit's held: it must not block, nor call a Job or a
+	// RunLimit.
 	Owns(job string) bool
 	// Claimed reports, for each of rs (a Job and a Due), whether its slot
 	// has a record already: the Jobs of a RunLimit ask it for the slots

@@ -19,12 +19,7 @@ import (
 // the table has no statistics (a herd's table, just filled): pruning
 // costs what the pruned jobs hold, whatever the table holds.
 func TestPruneReadsEachJob(t *testing.T) {
-	b := backends()[1]
-	dsn := b.dsn(t)
-	s := newStore(t, b, dsn)
-	db := openDB(t, "pgx", dsn)
-	tb := tableFor(t)
-	fillUnanalyzed(t, db, tb, 100_000, 20_000)
+	s, db, tb := unanalyzed(t, 100_000, 20_000)
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = "j" + strconv.Itoa(i*7)
@@ -69,11 +64,17 @@ func TestPruneReadsEachJob(t *testing.T) {
 	}
 }
 
-// fillUnanalyzed fills table with records Succeeded records of jobs jobs
-// (j0, j1, ...), record i of job "j" + i%jobs due at i, and keeps
-// PostgreSQL from gathering its statistics.
-func fillUnanalyzed(t testing.TB, db *sql.DB, table string, records, jobs int) {
+// unanalyzed returns a Store on PostgreSQL, a pool and the Store's table,
+// which it fills with records Succeeded records of jobs jobs (j0, j1,
+// ...), record i of job "j" + i%jobs due at i, and keeps PostgreSQL from
+// gathering its statistics.
+func unanalyzed(t testing.TB, records, jobs int) (*sqlstore.Store, *sql.DB, string) {
 	t.Helper()
+	b := backends()[1]
+	dsn := b.dsn(t)
+	s := newStore(t, b, dsn)
+	db := openDB(t, "pgx", dsn)
+	table := tableFor(t)
 	for _, q := range []string{
 		"ALTER TABLE " + table + " SET (autovacuum_enabled = off)",
 		"INSERT INTO " + table + " (job, due, reason, status, node, err, attempt) SELECT 'j' || (i % " +
@@ -83,6 +84,7 @@ func fillUnanalyzed(t testing.TB, db *sql.DB, table string, records, jobs int) {
 			t.Fatal(err)
 		}
 	}
+	return s, db, table
 }
 
 // BenchmarkPruneBatch measures a batch of prunings of 1,000 jobs on
@@ -91,16 +93,11 @@ func fillUnanalyzed(t testing.TB, db *sql.DB, table string, records, jobs int) {
 // leaves it: each job read, none pruned. One op is one batch, both its
 // statements.
 func BenchmarkPruneBatch(b *testing.B) {
-	be := backends()[1]
-	dsn := be.dsn(b)
-	s := newStore(b, be, dsn)
-	db := openDB(b, "pgx", dsn)
-	tb := tableFor(b)
 	records := 1_000_000
 	if testing.Short() {
 		records = 100_000
 	}
-	fillUnanalyzed(b, db, tb, records, records)
+	s, db, _ := unanalyzed(b, records, records)
 	names := make([]string, 1000)
 	for i := range names {
 		names[i] = "j" + strconv.Itoa(i*997%records)
